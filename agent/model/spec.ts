@@ -1,0 +1,189 @@
+/**
+ * Pure domain types for container sets. These are the *validated, normalized*
+ * forms that spec/ produces from YAML: units converted, defaults filled, lists
+ * in a canonical order. Everything downstream (planner, engine, hash) works on
+ * these and never on raw YAML.
+ */
+
+export type Propagation = 'rprivate' | 'private' | 'rshared' | 'shared' | 'rslave' | 'slave';
+
+export interface BindMount {
+  /** Absolute host path. */
+  readonly source: string;
+  /** Absolute path inside the container. */
+  readonly target: string;
+  readonly readOnly: boolean;
+  readonly propagation?: Propagation;
+}
+
+export interface TmpfsMount {
+  readonly target: string;
+  /** Mount options as docker takes them, e.g. "size=64m,mode=1777". */
+  readonly options: string;
+}
+
+export interface DeviceMapping {
+  readonly host: string;
+  readonly container: string;
+  /** cgroup permissions, e.g. "rwm". */
+  readonly permissions: string;
+}
+
+export interface Ulimit {
+  readonly name: string;
+  readonly soft: number;
+  readonly hard: number;
+}
+
+/** Namespace modes. "private" is the engine default and is omitted from create. */
+export type PidMode = 'host' | 'private';
+export type IpcMode = 'host' | 'private' | 'shareable';
+export type UtsMode = 'host' | 'private';
+export type CgroupnsMode = 'host' | 'private';
+/** "host", "none", "bridge" or a user network name. */
+export type NetworkMode = string;
+
+export type CheckAction = 'restart' | 'stop' | 'none';
+
+/** How a check is run. */
+export type CheckProbe =
+  | { readonly kind: 'exec'; readonly argv: readonly string[] }
+  | { readonly kind: 'tcp'; readonly host: string; readonly port: number }
+  | {
+      readonly kind: 'http';
+      readonly url: string;
+      /** Status codes counted as success; empty means 200-399. */
+      readonly expectStatus: readonly number[];
+    }
+  | {
+      readonly kind: 'process';
+      /** Matched against /proc/<pid>/comm (exact) of processes in the container's PID view. */
+      readonly comm: string;
+    };
+
+export type CheckSchedule =
+  | { readonly kind: 'interval'; readonly intervalMs: number }
+  | { readonly kind: 'cron'; readonly expression: string };
+
+export interface CheckSpec {
+  /** Unique inside its container. */
+  readonly name: string;
+  readonly probe: CheckProbe;
+  readonly schedule: CheckSchedule;
+  readonly timeoutMs: number;
+  readonly startPeriodMs: number;
+  readonly failureThreshold: number;
+  readonly successThreshold: number;
+  readonly action: CheckAction;
+  readonly maxOutputBytes: number;
+}
+
+/** A config file rendered from a template into the container's config dir (issue #6). */
+export interface ConfigFileSpec {
+  /** Template path relative to the templates directory. */
+  readonly template: string;
+  /** Destination relative to the container's config directory. */
+  readonly dest: string;
+  /** Where kolla's set_configs copies it inside the container. */
+  readonly containerPath: string;
+  readonly owner: string;
+  readonly mode: string;
+  /** How values are escaped/validated: decided from the file name when absent. */
+  readonly format: 'ini' | 'yaml' | 'json' | 'text';
+}
+
+/** A one-shot task run before first start and before each upgrade (issue #6). */
+export interface BootstrapTaskSpec {
+  readonly name: string;
+  readonly command: readonly string[];
+  readonly timeoutMs: number;
+  readonly acceptExitCodes: readonly number[];
+}
+
+export interface ContainerSpec {
+  /** The docker container name; unique on the host. */
+  readonly name: string;
+  /** Slash-separated path of the owning set, e.g. "compute/neutron". */
+  readonly set: string;
+  readonly image: string;
+  readonly command?: readonly string[];
+  readonly entrypoint?: readonly string[];
+  readonly user?: string;
+  readonly workingDir?: string;
+  /** Sorted by key. */
+  readonly environment: Readonly<Record<string, string>>;
+  readonly privileged: boolean;
+  readonly pid: PidMode;
+  readonly network: NetworkMode;
+  readonly ipc: IpcMode;
+  readonly uts: UtsMode;
+  readonly cgroupns: CgroupnsMode;
+  /** Sorted by target. */
+  readonly binds: readonly BindMount[];
+  /** Sorted by target. */
+  readonly tmpfs: readonly TmpfsMount[];
+  /** Sorted by container path. */
+  readonly devices: readonly DeviceMapping[];
+  /** Upper-case, without CAP_ prefix, sorted, de-duplicated. */
+  readonly capAdd: readonly string[];
+  readonly capDrop: readonly string[];
+  readonly securityOpt: readonly string[];
+  /** Sorted by name. */
+  readonly ulimits: readonly Ulimit[];
+  readonly sysctls: Readonly<Record<string, string>>;
+  /** Bytes; undefined for the engine default. */
+  readonly memoryBytes?: number;
+  readonly shmSizeBytes?: number;
+  readonly init: boolean;
+  /** User labels; keys under "spcd." are reserved and rejected by spec/. */
+  readonly labels: Readonly<Record<string, string>>;
+  readonly stopSignal: string;
+  readonly stopGraceMs: number;
+  /** Names of containers in the same set that must be running first. */
+  readonly dependsOn: readonly string[];
+  readonly healthchecks: readonly CheckSpec[];
+  /** Marks the hypervisor container (libvirt): VM-safety rules apply to it. */
+  readonly role: 'service' | 'hypervisor';
+  readonly config: readonly ConfigFileSpec[];
+  readonly bootstrap: readonly BootstrapTaskSpec[];
+  /** Where it came from, for error messages: "container-sets/compute.yaml:12". */
+  readonly source: string;
+}
+
+export interface SetSpec {
+  /** Last path element. */
+  readonly name: string;
+  /** Full slash path, e.g. "compute" or "compute/neutron". */
+  readonly path: string;
+  readonly description: string;
+  /** Template defaults shipped with the set (lowest precedence). */
+  readonly defaults: Readonly<Record<string, unknown>>;
+  readonly containers: readonly ContainerSpec[];
+  readonly sets: readonly SetSpec[];
+  readonly source: string;
+}
+
+/** Everything spcd should keep running on this host. */
+export interface DesiredState {
+  readonly sets: readonly SetSpec[];
+}
+
+/** All containers of a tree of sets, depth first, in file order. */
+export function allContainers(sets: readonly SetSpec[]): ContainerSpec[] {
+  const out: ContainerSpec[] = [];
+  const walk = (s: SetSpec): void => {
+    out.push(...s.containers);
+    s.sets.forEach(walk);
+  };
+  sets.forEach(walk);
+  return out;
+}
+
+export function findSet(sets: readonly SetSpec[], path: string): SetSpec | undefined {
+  for (const s of sets) {
+    if (s.path === path) return s;
+    const inner = findSet(s.sets, path);
+    if (inner) return inner;
+  }
+  return undefined;
+}
