@@ -1,0 +1,150 @@
+/**
+ * The API room's view of the daemon. The API never touches the engine: it
+ * reads through StatusView and acts through Actions, both implemented by the
+ * daemon (agent/daemon/) and faked in API tests.
+ */
+import type { SpcdEvent } from '../model/events.js';
+
+export type ContainerState =
+  | 'running'
+  | 'starting'
+  | 'stopped' // stopped by an operator; spcd keeps it stopped
+  | 'exited' // exited on its own; a restart is pending (backoff)
+  | 'crash-looping' // restarted too often in the window; still retried, slowly
+  | 'failed' // spcd cannot make progress (e.g. bootstrap failed, image missing)
+  | 'missing' // defined, not yet created
+  | 'upgrading'
+  | 'unknown'; // engine unavailable
+
+export type HealthState = 'healthy' | 'unhealthy' | 'starting' | 'unknown' | 'none';
+
+export interface ErrorView {
+  readonly code: string;
+  readonly message: string;
+  readonly at: string; // ISO time
+}
+
+export interface ContainerStatus {
+  readonly name: string;
+  readonly set: string;
+  readonly generation: number; // 0 when never created
+  readonly image: string;
+  readonly imageDigest: string | null;
+  readonly containerId: string | null;
+  readonly state: ContainerState;
+  readonly health: HealthState;
+  readonly dockerHealth: string | null; // the image's own HEALTHCHECK status
+  readonly restartCount: number;
+  readonly startedAt: string | null;
+  readonly lastError: ErrorView | null;
+  readonly specHash: string;
+  readonly configHash: string;
+  readonly operation: string | null; // id of the operation holding it
+}
+
+export interface SetStatus {
+  readonly name: string;
+  readonly path: string;
+  readonly description: string;
+  readonly containers: readonly ContainerStatus[];
+  readonly sets: readonly SetStatus[];
+}
+
+export interface StatusDocument {
+  readonly version: string;
+  readonly instance: string;
+  readonly host: Readonly<Record<string, unknown>>;
+  readonly engine: { readonly available: boolean; readonly version?: string; readonly reason?: string };
+  readonly preflight?: Readonly<Record<string, unknown>>;
+  readonly sets: readonly SetStatus[];
+}
+
+export interface HealthResultView {
+  readonly at: string;
+  readonly ok: boolean;
+  readonly exitCode: number | null;
+  readonly timedOut: boolean;
+  readonly durationMs: number;
+  readonly output: string;
+}
+
+export interface CheckHealthView {
+  readonly name: string;
+  readonly status: HealthState;
+  readonly consecutiveFailures: number;
+  readonly consecutiveSuccesses: number;
+  readonly history: readonly HealthResultView[];
+}
+
+export interface ContainerHealthView {
+  readonly name: string;
+  readonly status: HealthState;
+  readonly dockerHealth: string | null;
+  readonly checks: readonly CheckHealthView[];
+}
+
+export interface GenerationView {
+  readonly generation: number;
+  readonly image: string;
+  readonly imageDigest: string | null;
+  readonly specHash: string;
+  readonly configHash: string;
+  readonly createdAt: string;
+  readonly outcome: 'current' | 'committed' | 'rolled-back' | 'failed' | 'superseded' | 'in-progress';
+  readonly reason?: string;
+  /** The generation whose spec this one re-applied (rollbacks). */
+  readonly from?: number;
+}
+
+export interface PlanItem {
+  readonly container: string;
+  readonly set: string;
+  readonly action: 'create' | 'recreate' | 'restart' | 'remove' | 'start' | 'none';
+  readonly reason: string;
+  readonly fileDiffs?: readonly { readonly file: string; readonly diff: string }[];
+}
+
+export interface PlanView {
+  readonly items: readonly PlanItem[];
+  readonly problems: readonly string[];
+}
+
+export interface OperationRef {
+  readonly operationId: string;
+  readonly kind: string;
+  readonly target: string;
+  readonly acceptedAt: string;
+}
+
+export interface LogStreamOptions {
+  readonly tail: number;
+  readonly follow: boolean;
+  readonly onLine: (line: string) => void;
+  readonly onEnd: () => void;
+}
+
+export interface StatusView {
+  status(): Promise<StatusDocument>;
+  sets(): readonly SetStatus[];
+  set(path: string): SetStatus | undefined;
+  container(name: string): ContainerStatus | undefined;
+  health(name: string): ContainerHealthView | undefined;
+  generations(name: string): readonly GenerationView[] | undefined;
+  plan(): Promise<PlanView>;
+  /** Extra metric lines in Prometheus text format (the API adds its own). */
+  metrics(): string;
+  subscribe(listener: (e: SpcdEvent) => void): () => void;
+  /** Throws SpcdError NOT_FOUND for an unknown container. Returns a stop function. */
+  logs(name: string, opts: LogStreamOptions): Promise<() => void>;
+}
+
+export interface Actions {
+  /** Each throws SpcdError synchronously-ish (rejects) on NOT_FOUND, CONFLICT or GENERATION_MISMATCH. */
+  restart(name: string, opts: { expectedGeneration?: number }): Promise<OperationRef>;
+  stop(name: string, opts: { expectedGeneration?: number }): Promise<OperationRef>;
+  start(name: string, opts: { expectedGeneration?: number }): Promise<OperationRef>;
+  upgrade(name: string, opts: { image: string; expectedGeneration?: number }): Promise<OperationRef>;
+  rollback(name: string, opts: { toGeneration?: number; force?: boolean }): Promise<OperationRef>;
+  upgradeSet(path: string, opts: { images?: Readonly<Record<string, string>> }): Promise<OperationRef>;
+  reload(): Promise<OperationRef>;
+}

@@ -1,0 +1,66 @@
+/**
+ * What spcd tells the world, as data: the API's /v1/events stream, the audit
+ * log, Kubernetes Events and metrics all read these.
+ */
+export type SpcdEvent =
+  | { readonly type: 'state'; readonly at: number; readonly container: string; readonly from: string; readonly to: string; readonly reason?: string }
+  | { readonly type: 'health'; readonly at: number; readonly container: string; readonly check?: string; readonly status: string; readonly output?: string }
+  | {
+      readonly type: 'upgrade-step';
+      readonly at: number;
+      readonly operationId: string;
+      readonly container: string;
+      readonly step: string;
+      readonly generation: number;
+      readonly outcome: 'begin' | 'done' | 'failed';
+      readonly detail?: string;
+    }
+  | {
+      readonly type: 'pull-progress';
+      readonly at: number;
+      readonly operationId: string;
+      readonly image: string;
+      readonly status: string;
+      readonly current?: number;
+      readonly total?: number;
+    }
+  | {
+      readonly type: 'operation';
+      readonly at: number;
+      readonly operationId: string;
+      readonly kind: string;
+      readonly target: string;
+      readonly phase: 'accepted' | 'running' | 'succeeded' | 'failed';
+      readonly error?: { readonly code: string; readonly message: string };
+      readonly result?: Readonly<Record<string, unknown>>;
+    }
+  | { readonly type: 'engine'; readonly at: number; readonly available: boolean; readonly reason?: string }
+  | { readonly type: 'reload'; readonly at: number; readonly ok: boolean; readonly detail?: string };
+
+export type SpcdEventListener = (e: SpcdEvent) => void;
+
+/** A tiny synchronous fan-out; listeners that throw are isolated from each other. */
+export class EventBus {
+  private readonly listeners = new Set<SpcdEventListener>();
+
+  subscribe(listener: SpcdEventListener): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  publish(e: SpcdEvent): void {
+    for (const l of this.listeners) {
+      try {
+        l(e);
+      } catch {
+        // a broken subscriber must not stop the others or the publisher
+      }
+    }
+  }
+
+  get size(): number {
+    return this.listeners.size;
+  }
+}
