@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# Build the real libvirt images for the end-to-end test, locally, with no
+# registry: debootstrap (minbase) + apt-get install in a chroot + docker import.
+#
+#   usage: build-images.sh [SUITE...]        (default: bookworm trixie)
+#
+# Images: spcd-e2e/libvirt:<suite>, CMD libvirtd in the foreground, labels
+#   org.opencontainers.image.version=<upstream libvirt version, e.g. 9.0.0>
+#   spcd.hypervisor=libvirt
+#   spcd-e2e.input-hash=<hash of this script, image/*.conf, suite, mirror>
+# Cached twice: an image whose input-hash label matches is reused as is, and
+# the rootfs tarball in $CACHE/rootfs/<suite>-<hash>.tar is re-imported if the
+# image was removed. SPCD_E2E_FORCE=1 rebuilds from scratch.
+#
+# Environment:
+#   SPCD_E2E_CACHE   cache dir (default /var/cache/spcd-e2e)
+#   SPCD_E2E_MIRROR  Debian mirror (default: the host's apt mirror, else
+#                    http://deb.debian.org/debian)
+#   SPCD_E2E_PARALLEL=0  build the suites one after the other
+#   DOCKER           docker client (default /usr/bin/docker)
+#
+# Output (stdout), one machine-readable line per fact, e.g.
+#   phase=debootstrap suite=bookworm seconds=23.4
+#   image=spcd-e2e/libvirt:bookworm suite=bookworm libvirt_version=9.0.0 qemu_version=7.2.19 input_hash=... source=built size_bytes=...
+# Progress and tool output go to stderr and $CACHE/logs/<suite>.log.
+# Exit status: 0 when every image is present, 1 when a build failed, 2 on usage.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+CACHE="${SPCD_E2E_CACHE:-/var/cache/spcd-e2e}"
+DOCKER="${DOCKER:-/usr/bin/docker}"
+[ -x "$DOCKER" ] || DOCKER=docker
+REPO=spcd-e2e/libvirt
+PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86"
+
+log() { echo "build-images: $*" >&2; }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+detect_mirror() {
+  local m=""
+  m=$(grep -hsE '^[[:space:]]*URIs:' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
+    awk '{ for (i = 2; i <= NF; i++) print $i }' | grep -E '/debian/?$' | head -n1 || true)
+  if [ -z "$m" ]; then
+    m=$(grep -hsE '^[[:space:]]*deb[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+      awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) { print $i; break } }' | grep -E '/debian/?$' | head -n1 || true)
+  fi
+  echo "${m:-http://deb.debian.org/debian}"
+}
+MIRROR="${SPCD_E2E_MIRROR:-$(detect_mirror)}"
+
+need=()
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+command -v flock >/dev/null 2>&1 || need+=(util-linux)
+if [ "${#need[@]}" -gt 0 ]; then
+  log "installing ${need[*]} from Debian"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+fi
+
+input_hash() {
+  local suite="$1"
+  {
+    sha256sum "$0" "$here/image/qemu.conf" "$here/image/libvirtd.conf" | awk '{ print $1 }'
+    echo "suite=$suite mirror=$MIRROR packages=$PACKAGES"
+  } | sha256sum | cut -c1-16
+}
+
+# Prints the image line for an existing image, from its labels.
+image_line() {
+  local suite="$1" source="$2"
+  "$DOCKER" image inspect -f \
+    "image=$REPO:$suite suite=$suite libvirt_version={{index .Config.Labels \"org.opencontainers.image.version\"}} qemu_version={{index .Config.Labels \"spcd-e2e.qemu-version\"}} input_hash={{index .Config.Labels \"spcd-e2e.input-hash\"}} source=$source size_bytes={{.Size}}" \
+    "$REPO:$suite"
+}
+
+import_tar() {
+  local suite="$1" hash="$2" tar="$3" libvirt_version="$4" qemu_version="$5"
+  "$DOCKER" import \
+    -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    -c 'CMD ["/usr/sbin/libvirtd"]' \
+    -c "LABEL org.opencontainers.image.version=$libvirt_version" \
+    -c "LABEL spcd.hypervisor=libvirt" \
+    -c "LABEL spcd-e2e.input-hash=$hash" \
+    -c "LABEL spcd-e2e.suite=$suite" \
+    -c "LABEL spcd-e2e.qemu-version=$qemu_version" \
+    "$tar" "$REPO:$suite" >/dev/null
+}
+
+build_one() {
+  local suite="$1"
+  local hash have tar meta work t0 t1
+  hash=$(input_hash "$suite")
+  mkdir -p "$CACHE/rootfs" "$CACHE/logs" "$CACHE/debs/$suite" "$CACHE/work"
+  exec 9>"$CACHE/lock.$suite"
+  flock 9
+  have=$("$DOCKER" image inspect -f '{{index .Config.Labels "spcd-e2e.input-hash"}}' "$REPO:$suite" 2>/dev/null || true)
+  if [ "$have" = "$hash" ] && [ "${SPCD_E2E_FORCE:-0}" != 1 ]; then
+    image_line "$suite" cached-image
+    return 0
+  fi
+  tar="$CACHE/rootfs/$suite-$hash.tar"
+  meta="$CACHE/rootfs/$suite-$hash.env"
+  if [ -s "$tar" ] && [ -s "$meta" ] && [ "${SPCD_E2E_FORCE:-0}" != 1 ]; then
+    local libvirt_version qemu_version
+    # shellcheck disable=SC1090
+    . "$meta"
+    t0=$(now)
+    import_tar "$suite" "$hash" "$tar" "$libvirt_version" "$qemu_version"
+    echo "phase=import suite=$suite seconds=$(elapsed "$t0" "$(now)")"
+    image_line "$suite" cached-rootfs
+    return 0
+  fi
+
+  local logf="$CACHE/logs/$suite.log"
+  : >"$logf"
+  work="$CACHE/work/$suite.$$"
+  rm -rf "$work"
+  mkdir -p "$work"
+  # shellcheck disable=SC2064
+  trap "umount -l '$work/root/proc' '$work/root/var/cache/apt/archives' 2>/dev/null || true; rm -rf '$work'" EXIT
+  log "$suite: debootstrap from $MIRROR (log: $logf)"
+  t0=$(now)
+  if ! debootstrap --variant=minbase --cache-dir="$CACHE/debs/$suite" "$suite" "$work/root" "$MIRROR" >>"$logf" 2>&1; then
+    log "$suite: debootstrap failed; last lines of $logf:"
+    tail -n 30 "$logf" >&2
+    return 1
+  fi
+  t1=$(now)
+  echo "phase=debootstrap suite=$suite seconds=$(elapsed "$t0" "$t1")"
+
+  local root="$work/root"
+  t0=$(now)
+  mount -t proc proc "$root/proc"
+  printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+  chmod 755 "$root/usr/sbin/policy-rc.d"
+  # Reuse the package cache across builds (the chroot's apt downloads there).
+  mkdir -p "$root/var/cache/apt/archives"
+  mount --bind "$CACHE/debs/$suite" "$root/var/cache/apt/archives"
+  if ! {
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+      # shellcheck disable=SC2086
+      chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $PACKAGES
+  } >>"$logf" 2>&1; then
+    log "$suite: apt-get install in the chroot failed; last lines of $logf:"
+    tail -n 30 "$logf" >&2
+    return 1
+  fi
+  umount "$root/var/cache/apt/archives"
+  # libvirtd refuses to start without its qemu user, even when qemu runs as root.
+  grep -q '^libvirt-qemu:' "$root/etc/group" || echo 'libvirt-qemu:x:64055:' >>"$root/etc/group"
+  grep -q '^libvirt-qemu:' "$root/etc/passwd" ||
+    echo 'libvirt-qemu:x:64055:64055:Libvirt Qemu,,,:/var/lib/libvirt:/usr/sbin/nologin' >>"$root/etc/passwd"
+  if [ -f "$root/etc/shadow" ] && ! grep -q '^libvirt-qemu:' "$root/etc/shadow"; then
+    echo 'libvirt-qemu:!:19000::::::' >>"$root/etc/shadow"
+  fi
+  install -m 0644 "$here/image/qemu.conf" "$root/etc/libvirt/qemu.conf"
+  install -m 0644 "$here/image/libvirtd.conf" "$root/etc/libvirt/libvirtd.conf"
+  mkdir -p "$root/var/log/libvirt/qemu" "$root/var/lib/libvirt/qemu" "$root/var/cache/libvirt/qemu" \
+    "$root/etc/libvirt/qemu" "$root/run/libvirt"
+  local libvirt_version qemu_version
+  libvirt_version=$(chroot "$root" dpkg-query -W -f '${Version}' libvirt-daemon | sed -e 's/^[0-9]*://' -e 's/-[^-]*$//')
+  qemu_version=$(chroot "$root" dpkg-query -W -f '${Version}' qemu-system-x86 | sed -e 's/^[0-9]*://' -e 's/[-+].*$//')
+  umount "$root/proc"
+  # Slim the tree: package caches, lists, docs. Keep /usr/share/qemu (firmware).
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
+    "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
+    "$root"/usr/share/locale/* "$root"/dev/* "$root"/run/* "$root"/tmp/*
+  mkdir -p "$root/run/libvirt"
+  rm -f "$root/usr/sbin/policy-rc.d"
+  t1=$(now)
+  echo "phase=chroot-install suite=$suite seconds=$(elapsed "$t0" "$t1") libvirt_version=$libvirt_version qemu_version=$qemu_version"
+
+  t0=$(now)
+  rm -f "$CACHE/rootfs/$suite"-*.tar "$CACHE/rootfs/$suite"-*.env
+  tar --numeric-owner -C "$root" -cf "$tar.part" .
+  mv "$tar.part" "$tar"
+  printf 'libvirt_version=%s\nqemu_version=%s\n' "$libvirt_version" "$qemu_version" >"$meta"
+  rm -rf "$work"
+  t1=$(now)
+  echo "phase=tar suite=$suite seconds=$(elapsed "$t0" "$t1") tar_bytes=$(stat -c %s "$tar")"
+  t0=$(now)
+  import_tar "$suite" "$hash" "$tar" "$libvirt_version" "$qemu_version"
+  echo "phase=import suite=$suite seconds=$(elapsed "$t0" "$(now)")"
+  image_line "$suite" built
+}
+
+if [ "$#" -eq 0 ]; then set -- bookworm trixie; fi
+for s in "$@"; do
+  case "$s" in bookworm | trixie) ;; *)
+    echo "usage: build-images.sh [bookworm|trixie ...]" >&2
+    exit 2
+    ;;
+  esac
+done
+
+T0=$(now)
+rc=0
+if [ "${SPCD_E2E_PARALLEL:-1}" = 1 ] && [ "$#" -gt 1 ]; then
+  pids=()
+  for s in "$@"; do
+    (build_one "$s") &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+else
+  for s in "$@"; do (build_one "$s") || rc=1; done
+fi
+echo "phase=total seconds=$(elapsed "$T0" "$(now)") status=$([ "$rc" = 0 ] && echo ok || echo failed)"
+exit "$rc"
