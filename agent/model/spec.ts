@@ -166,6 +166,8 @@ export interface SetSpec {
 /** Everything spcd should keep running on this host. */
 export interface DesiredState {
   readonly sets: readonly SetSpec[];
+  /** Template values from the per-host override file (`values:`), highest precedence (issue #6). */
+  readonly hostValues?: Readonly<Record<string, unknown>>;
 }
 
 /** All containers of a tree of sets, depth first, in file order. */

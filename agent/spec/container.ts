@@ -1,0 +1,471 @@
+import type {
+  BootstrapTaskSpec,
+  CgroupnsMode,
+  CheckSpec,
+  ConfigFileSpec,
+  ContainerSpec,
+  IpcMode,
+  PidMode,
+  Ulimit,
+  UtsMode,
+} from '../model/spec.js';
+import { RESERVED_LABEL_PREFIX } from '../model/labels.js';
+import { CHECK_NAME, validateCheck, type CheckLibrary } from './check.js';
+import { readMounts } from './mounts.js';
+import { byKey, type Reader } from './read.js';
+import type { Where } from './where.js';
+
+/** One container definition (after overrides were merged into it) -> ContainerSpec. */
+
+export const CONTAINER_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/;
+export const CONTAINER_KEYS = [
+  'image',
+  'command',
+  'entrypoint',
+  'user',
+  'working_dir',
+  'environment',
+  'privileged',
+  'pid',
+  'network',
+  'ipc',
+  'uts',
+  'cgroupns',
+  'binds',
+  'tmpfs',
+  'devices',
+  'cap_add',
+  'cap_drop',
+  'security_opt',
+  'ulimits',
+  'sysctls',
+  'memory',
+  'shm_size',
+  'init',
+  'labels',
+  'stop_signal',
+  'stop_grace_period',
+  'depends_on',
+  'role',
+  'healthchecks',
+  'config',
+  'bootstrap',
+] as const;
+
+export const CONTAINER_DEFAULTS = {
+  privileged: false,
+  pid: 'private' as PidMode,
+  network: 'bridge',
+  ipc: 'private' as IpcMode,
+  uts: 'private' as UtsMode,
+  cgroupns: 'private' as CgroupnsMode,
+  init: false,
+  stopSignal: 'SIGTERM',
+  stopGraceMs: 10_000,
+  role: 'service' as const,
+  configOwner: 'root',
+  configMode: '0600',
+  bootstrapTimeoutMs: 600_000,
+} as const;
+
+/** Linux capabilities (capabilities(7)), without the CAP_ prefix. */
+export const CAPABILITIES: ReadonlySet<string> = new Set([
+  'ALL',
+  'AUDIT_CONTROL',
+  'AUDIT_READ',
+  'AUDIT_WRITE',
+  'BLOCK_SUSPEND',
+  'BPF',
+  'CHECKPOINT_RESTORE',
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'DAC_READ_SEARCH',
+  'FOWNER',
+  'FSETID',
+  'IPC_LOCK',
+  'IPC_OWNER',
+  'KILL',
+  'LEASE',
+  'LINUX_IMMUTABLE',
+  'MAC_ADMIN',
+  'MAC_OVERRIDE',
+  'MKNOD',
+  'NET_ADMIN',
+  'NET_BIND_SERVICE',
+  'NET_BROADCAST',
+  'NET_RAW',
+  'PERFMON',
+  'SETFCAP',
+  'SETGID',
+  'SETPCAP',
+  'SETUID',
+  'SYSLOG',
+  'SYS_ADMIN',
+  'SYS_BOOT',
+  'SYS_CHROOT',
+  'SYS_MODULE',
+  'SYS_NICE',
+  'SYS_PACCT',
+  'SYS_PTRACE',
+  'SYS_RAWIO',
+  'SYS_RESOURCE',
+  'SYS_TIME',
+  'SYS_TTY_CONFIG',
+  'WAKE_ALARM',
+]);
+
+export const ULIMIT_NAMES: readonly string[] = [
+  'as',
+  'core',
+  'cpu',
+  'data',
+  'fsize',
+  'locks',
+  'memlock',
+  'msgqueue',
+  'nice',
+  'nofile',
+  'nproc',
+  'rss',
+  'rtprio',
+  'rttime',
+  'sigpending',
+  'stack',
+];
+
+const IMAGE =
+  /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
+const USER = /^[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)?$/;
+const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const SYSCTL_KEY = /^[a-z0-9_]+(?:\.[A-Za-z0-9_-]+)+$/;
+const LABEL_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/;
+const SIGNAL = /^SIG[A-Z0-9+-]+$/;
+const OWNER = /^[a-z_][a-z0-9_-]*(?::[a-z_][a-z0-9_-]*)?$/;
+const MODE = /^[0-7]{3,4}$/;
+const FORMATS = ['ini', 'yaml', 'json', 'text'] as const;
+const MIN_MEMORY = 6 * 1024 * 1024;
+const CONFIG_KEYS = ['template', 'dest', 'container_path', 'owner', 'mode', 'format'] as const;
+const BOOTSTRAP_KEYS = ['name', 'command', 'timeout', 'accept_exit_codes'] as const;
+
+export interface ContainerContext {
+  readonly name: string;
+  /** Full slash path of the owning set. */
+  readonly set: string;
+  /** Names of the other containers of the same set (for depends_on). */
+  readonly siblings: ReadonlySet<string>;
+  readonly library: CheckLibrary | undefined;
+}
+
+export function validateContainer(r: Reader, raw: unknown, where: Where, ctx: ContainerContext): ContainerSpec | undefined {
+  const m = r.mapping(raw, where, CONTAINER_KEYS);
+  if (!m) return undefined;
+  const before = r.problems.count;
+  const at = (k: string): Where => r.child(m, k, where);
+  const opt = <T>(k: string, read: (v: unknown, w: Where) => T | undefined): T | undefined =>
+    m[k] === undefined ? undefined : read(m[k], at(k));
+
+  if (m.image === undefined) r.fail(where, 'image is required');
+  const image = opt('image', (v, w) =>
+    r.string(v, w, { pattern: IMAGE, what: 'an image reference (e.g. kolla/nova-libvirt:2024.1)' }),
+  );
+  const command = opt('command', (v, w) => r.strings(v, w, { nonEmpty: true }));
+  const entrypoint = opt('entrypoint', (v, w) => r.strings(v, w, { nonEmpty: true }));
+  const user = opt('user', (v, w) => r.string(v, w, { pattern: USER, what: 'a user[:group] name or id' }));
+  const workingDir = opt('working_dir', (v, w) => r.absPath(v, w));
+  const environment =
+    opt('environment', (v, w) =>
+      r.textMap(v, w, { pattern: ENV_KEY, what: 'an environment variable name ([A-Za-z_][A-Za-z0-9_]*)' }),
+    ) ?? {};
+  const privileged = opt('privileged', (v, w) => r.boolean(v, w)) ?? CONTAINER_DEFAULTS.privileged;
+  const pid = opt('pid', (v, w) => r.oneOf(v, w, ['host', 'private'] as const)) ?? CONTAINER_DEFAULTS.pid;
+  const network = opt('network', (v, w) => readNetwork(r, v, w)) ?? CONTAINER_DEFAULTS.network;
+  const ipc = opt('ipc', (v, w) => r.oneOf(v, w, ['host', 'private', 'shareable'] as const)) ?? CONTAINER_DEFAULTS.ipc;
+  const uts = opt('uts', (v, w) => r.oneOf(v, w, ['host', 'private'] as const)) ?? CONTAINER_DEFAULTS.uts;
+  const cgroupns =
+    opt('cgroupns', (v, w) => r.oneOf(v, w, ['host', 'private'] as const)) ?? CONTAINER_DEFAULTS.cgroupns;
+  const mounts = readMounts(r, m, at);
+  const capAdd = opt('cap_add', (v, w) => readCaps(r, v, w)) ?? [];
+  const capDrop = opt('cap_drop', (v, w) => readCaps(r, v, w)) ?? [];
+  const securityOpt = opt('security_opt', (v, w) => r.strings(v, w)) ?? [];
+  const ulimits = opt('ulimits', (v, w) => readUlimits(r, v, w)) ?? [];
+  const sysctls =
+    opt('sysctls', (v, w) => r.textMap(v, w, { pattern: SYSCTL_KEY, what: 'a sysctl name (e.g. net.ipv4.ip_forward)' })) ??
+    {};
+  const memoryBytes = opt('memory', (v, w) => r.size(v, w, MIN_MEMORY));
+  const shmSizeBytes = opt('shm_size', (v, w) => r.size(v, w, 1));
+  const init = opt('init', (v, w) => r.boolean(v, w)) ?? CONTAINER_DEFAULTS.init;
+  const labels =
+    opt('labels', (v, w) =>
+      r.textMap(v, w, {
+        pattern: LABEL_KEY,
+        what: 'a label key',
+        check: (k) =>
+          k.toLowerCase().startsWith(RESERVED_LABEL_PREFIX)
+            ? `label keys starting with "${RESERVED_LABEL_PREFIX}" are reserved for spcd`
+            : undefined,
+      }),
+    ) ?? {};
+  const stopSignal =
+    opt('stop_signal', (v, w) => r.string(v, w, { pattern: SIGNAL, what: 'a signal name like SIGTERM' })) ??
+    CONTAINER_DEFAULTS.stopSignal;
+  const stopGraceMs = opt('stop_grace_period', (v, w) => r.duration(v, w, 0)) ?? CONTAINER_DEFAULTS.stopGraceMs;
+  const dependsOn = opt('depends_on', (v, w) => readDependsOn(r, v, w, ctx)) ?? [];
+  const role = opt('role', (v, w) => r.oneOf(v, w, ['service', 'hypervisor'] as const)) ?? CONTAINER_DEFAULTS.role;
+  const healthchecks = opt('healthchecks', (v, w) => readChecks(r, v, w, ctx.library)) ?? [];
+  const config = opt('config', (v, w) => readConfig(r, v, w)) ?? [];
+  const bootstrap = opt('bootstrap', (v, w) => readBootstrap(r, v, w)) ?? [];
+
+  if (r.problems.count !== before || image === undefined || !mounts.binds || !mounts.tmpfs || !mounts.devices) {
+    return undefined;
+  }
+  return {
+    name: ctx.name,
+    set: ctx.set,
+    image,
+    ...(command ? { command } : {}),
+    ...(entrypoint ? { entrypoint } : {}),
+    ...(user !== undefined ? { user } : {}),
+    ...(workingDir !== undefined ? { workingDir } : {}),
+    environment,
+    privileged,
+    pid,
+    network,
+    ipc,
+    uts,
+    cgroupns,
+    binds: mounts.binds,
+    tmpfs: mounts.tmpfs,
+    devices: mounts.devices,
+    capAdd,
+    capDrop,
+    securityOpt,
+    ulimits,
+    sysctls,
+    ...(memoryBytes !== undefined ? { memoryBytes } : {}),
+    ...(shmSizeBytes !== undefined ? { shmSizeBytes } : {}),
+    init,
+    labels,
+    stopSignal,
+    stopGraceMs,
+    dependsOn,
+    healthchecks,
+    role,
+    config,
+    bootstrap,
+    source: `${where.file}:${where.line}`,
+  };
+}
+
+function readNetwork(r: Reader, v: unknown, w: Where): string | undefined {
+  if (typeof v !== 'string' || !NETWORK_NAME.test(v)) {
+    r.fail(w, `must be host, none, bridge or a network name (got ${JSON.stringify(v)})`);
+    return undefined;
+  }
+  return v;
+}
+
+/** Upper-case, without CAP_, known to Linux (or ALL), de-duplicated, sorted. */
+function readCaps(r: Reader, v: unknown, w: Where): string[] | undefined {
+  const list = r.strings(v, w);
+  if (!list) return undefined;
+  const out = new Set<string>();
+  let ok = true;
+  list.forEach((cap, i) => {
+    const name = cap.trim().toUpperCase().replace(/^CAP_/, '');
+    if (!CAPABILITIES.has(name)) {
+      r.fail(r.child(v, i, w), `${JSON.stringify(cap)} is not a Linux capability`);
+      ok = false;
+    } else out.add(name);
+  });
+  return ok ? [...out].sort() : undefined;
+}
+
+function readUlimits(r: Reader, v: unknown, w: Where): Ulimit[] | undefined {
+  const m = r.mapping(v, w);
+  if (!m) return undefined;
+  const out: Ulimit[] = [];
+  let ok = true;
+  for (const name of Object.keys(m)) {
+    const lw = r.child(m, name, w);
+    if (!ULIMIT_NAMES.includes(name)) {
+      r.fail(lw, `unknown ulimit "${name}" (allowed: ${ULIMIT_NAMES.join(', ')})`);
+      ok = false;
+      continue;
+    }
+    const value = m[name];
+    let soft: number | undefined;
+    let hard: number | undefined;
+    if (typeof value === 'number') {
+      soft = hard = r.integer(value, lw, -1, Number.MAX_SAFE_INTEGER);
+    } else {
+      const lm = r.mapping(value, lw, ['soft', 'hard']);
+      if (!lm) {
+        ok = false;
+        continue;
+      }
+      if (lm.soft === undefined || lm.hard === undefined) r.fail(lw, 'needs both soft and hard');
+      else {
+        soft = r.integer(lm.soft, r.child(lm, 'soft', lw), -1, Number.MAX_SAFE_INTEGER);
+        hard = r.integer(lm.hard, r.child(lm, 'hard', lw), -1, Number.MAX_SAFE_INTEGER);
+      }
+    }
+    if (soft === undefined || hard === undefined) {
+      ok = false;
+      continue;
+    }
+    if (hard !== -1 && (soft === -1 || soft > hard)) {
+      r.fail(lw, `soft limit ${soft} is above hard limit ${hard} (-1 means unlimited)`);
+      ok = false;
+      continue;
+    }
+    out.push({ name, soft, hard });
+  }
+  return ok ? out.sort(byKey((u) => u.name)) : undefined;
+}
+
+function readDependsOn(r: Reader, v: unknown, w: Where, ctx: ContainerContext): string[] | undefined {
+  const list = r.strings(v, w);
+  if (!list) return undefined;
+  const seen = new Set<string>();
+  let ok = true;
+  list.forEach((dep, i) => {
+    const dw = r.child(v, i, w);
+    if (dep === ctx.name) {
+      r.fail(dw, `depends_on forms a cycle: ${dep} -> ${dep}`, 'SPEC_CYCLE');
+      ok = false;
+    } else if (!ctx.siblings.has(dep)) {
+      const known = [...ctx.siblings].filter((s) => s !== ctx.name).join(', ') || 'none';
+      r.fail(dw, `"${dep}" is not a container of set ${ctx.set} (known: ${known})`);
+      ok = false;
+    } else if (seen.has(dep)) {
+      r.fail(dw, `"${dep}" is listed twice`);
+      ok = false;
+    }
+    seen.add(dep);
+  });
+  return ok ? list : undefined;
+}
+
+function readChecks(r: Reader, v: unknown, w: Where, library: CheckLibrary | undefined): CheckSpec[] | undefined {
+  const cr = r.withCode('CHECK_INVALID');
+  const list = cr.list(v, w);
+  if (!list) return undefined;
+  const out: CheckSpec[] = [];
+  const names = new Map<string, string>();
+  let ok = true;
+  list.forEach((item, i) => {
+    const iw = cr.child(list, i, w);
+    const check = validateCheck(cr, item, iw, library);
+    if (!check) {
+      ok = false;
+      return;
+    }
+    const first = names.get(check.name);
+    if (first !== undefined) {
+      cr.fail(iw, `check name "${check.name}" is already used by ${first}`);
+      ok = false;
+      return;
+    }
+    names.set(check.name, iw.path);
+    out.push(check);
+  });
+  return ok ? out : undefined;
+}
+
+function formatFromName(dest: string): ConfigFileSpec['format'] {
+  const ext = /\.([A-Za-z0-9]+)$/.exec(dest)?.[1]?.toLowerCase();
+  if (ext === 'conf' || ext === 'ini') return 'ini';
+  if (ext === 'yaml' || ext === 'yml') return 'yaml';
+  if (ext === 'json') return 'json';
+  return 'text';
+}
+
+function readConfig(r: Reader, v: unknown, w: Where): ConfigFileSpec[] | undefined {
+  const list = r.list(v, w);
+  if (!list) return undefined;
+  const out: ConfigFileSpec[] = [];
+  const dests = new Map<string, string>();
+  const paths = new Map<string, string>();
+  const before = r.problems.count;
+  list.forEach((item, i) => {
+    const iw = r.child(list, i, w);
+    const m = r.mapping(item, iw, CONFIG_KEYS);
+    if (!m) return;
+    const at = (k: string): Where => r.child(m, k, iw);
+    for (const k of ['template', 'dest', 'container_path'] as const) if (m[k] === undefined) r.fail(iw, `${k} is required`);
+    const template = m.template === undefined ? undefined : r.relPath(m.template, at('template'));
+    const dest = m.dest === undefined ? undefined : r.relPath(m.dest, at('dest'));
+    const containerPath = m.container_path === undefined ? undefined : r.absPath(m.container_path, at('container_path'));
+    const owner =
+      m.owner === undefined
+        ? CONTAINER_DEFAULTS.configOwner
+        : r.string(m.owner, at('owner'), { pattern: OWNER, what: 'a user[:group] name' });
+    let mode: string | undefined = CONTAINER_DEFAULTS.configMode;
+    if (m.mode !== undefined) {
+      if (typeof m.mode !== 'string') {
+        r.fail(at('mode'), `must be a quoted octal string like "0600", not ${typeof m.mode}`);
+        mode = undefined;
+      } else {
+        mode = r.string(m.mode, at('mode'), { pattern: MODE, what: 'an octal file mode like "0600"' });
+        if (mode !== undefined) mode = mode.padStart(4, '0');
+      }
+    }
+    const format = m.format === undefined ? (dest ? formatFromName(dest) : 'text') : r.oneOf(m.format, at('format'), FORMATS);
+    if (!template || !dest || !containerPath || !owner || !mode || !format) return;
+    const firstDest = dests.get(dest);
+    if (firstDest !== undefined) {
+      r.fail(at('dest'), `dest ${dest} is already used by ${firstDest}`);
+      return;
+    }
+    const firstPath = paths.get(containerPath);
+    if (firstPath !== undefined) {
+      r.fail(at('container_path'), `container_path ${containerPath} is already used by ${firstPath}`);
+      return;
+    }
+    dests.set(dest, iw.path);
+    paths.set(containerPath, iw.path);
+    out.push({ template, dest, containerPath, owner, mode, format });
+  });
+  return r.problems.count === before ? out : undefined;
+}
+
+function readBootstrap(r: Reader, v: unknown, w: Where): BootstrapTaskSpec[] | undefined {
+  const list = r.list(v, w);
+  if (!list) return undefined;
+  const out: BootstrapTaskSpec[] = [];
+  const names = new Map<string, string>();
+  const before = r.problems.count;
+  list.forEach((item, i) => {
+    const iw = r.child(list, i, w);
+    const m = r.mapping(item, iw, BOOTSTRAP_KEYS);
+    if (!m) return;
+    const at = (k: string): Where => r.child(m, k, iw);
+    if (m.name === undefined) r.fail(iw, 'name is required');
+    if (m.command === undefined) r.fail(iw, 'command is required');
+    const name =
+      m.name === undefined ? undefined : r.string(m.name, at('name'), { pattern: CHECK_NAME, what: 'a task name ([a-z0-9][a-z0-9_.-]*)' });
+    const command = m.command === undefined ? undefined : r.strings(m.command, at('command'), { nonEmpty: true });
+    const timeoutMs = m.timeout === undefined ? CONTAINER_DEFAULTS.bootstrapTimeoutMs : r.duration(m.timeout, at('timeout'), 1);
+    let acceptExitCodes: number[] | undefined = [0];
+    if (m.accept_exit_codes !== undefined) {
+      const cw = at('accept_exit_codes');
+      const codes = r.list(m.accept_exit_codes, cw);
+      if (codes && codes.length === 0) r.fail(cw, 'must not be an empty list');
+      const ints = codes?.map((c, j) => r.integer(c, r.child(codes, j, cw), 0, 255));
+      acceptExitCodes =
+        ints && ints.length > 0 && ints.every((c) => c !== undefined)
+          ? [...new Set(ints as number[])].sort((a, b) => a - b)
+          : undefined;
+    }
+    if (!name || !command || timeoutMs === undefined || !acceptExitCodes) return;
+    const first = names.get(name);
+    if (first !== undefined) {
+      r.fail(at('name'), `task name "${name}" is already used by ${first}`);
+      return;
+    }
+    names.set(name, iw.path);
+    out.push({ name, command, timeoutMs, acceptExitCodes });
+  });
+  return r.problems.count === before ? out : undefined;
+}

@@ -1,0 +1,200 @@
+import type { BindMount, DeviceMapping, Propagation, TmpfsMount } from '../model/spec.js';
+import { byKey, isMapping, type Reader } from './read.js';
+import type { Where } from './where.js';
+
+/** binds, tmpfs and devices: short strings or long mappings, returned sorted. */
+
+export const PROPAGATIONS: readonly Propagation[] = ['rprivate', 'private', 'rshared', 'shared', 'rslave', 'slave'];
+const BIND_KEYS = ['source', 'target', 'read_only', 'propagation'] as const;
+const TMPFS_KEYS = ['target', 'options'] as const;
+const DEVICE_KEYS = ['host', 'container', 'permissions'] as const;
+const PERMISSIONS = /^(?!.*(.).*\1)[rwm]{1,3}$/;
+const TMPFS_OPTIONS = /^[A-Za-z0-9_]+(=[^,\s]+)?(,[A-Za-z0-9_]+(=[^,\s]+)?)*$/;
+
+function parseBindShort(r: Reader, text: string, where: Where): BindMount | undefined {
+  const parts = text.split(':');
+  if (parts.length < 2 || parts.length > 3) {
+    r.fail(where, `${JSON.stringify(text)} is not "/source:/target[:options]"`);
+    return undefined;
+  }
+  const source = r.absPath(parts[0], where);
+  const target = r.absPath(parts[1], where);
+  let readOnly = false;
+  let propagation: Propagation | undefined;
+  let ok = source !== undefined && target !== undefined;
+  if (parts.length === 3) {
+    let mode: string | undefined;
+    for (const opt of (parts[2] ?? '').split(',')) {
+      if (opt === 'ro' || opt === 'rw') {
+        if (mode !== undefined) {
+          r.fail(where, `options ${JSON.stringify(parts[2])} give ro/rw more than once`);
+          ok = false;
+        }
+        mode = opt;
+        readOnly = opt === 'ro';
+      } else if ((PROPAGATIONS as readonly string[]).includes(opt)) {
+        if (propagation !== undefined) {
+          r.fail(where, `options ${JSON.stringify(parts[2])} give a propagation more than once`);
+          ok = false;
+        }
+        propagation = opt as Propagation;
+      } else {
+        r.fail(where, `unknown bind option ${JSON.stringify(opt)} (allowed: ro, rw, ${PROPAGATIONS.join(', ')})`);
+        ok = false;
+      }
+    }
+  }
+  if (!ok || source === undefined || target === undefined) return undefined;
+  return { source, target, readOnly, ...(propagation ? { propagation } : {}) };
+}
+
+function parseBind(r: Reader, item: unknown, where: Where): BindMount | undefined {
+  if (typeof item === 'string') return parseBindShort(r, item, where);
+  if (!isMapping(item)) {
+    r.fail(where, 'must be a string "/source:/target[:options]" or a mapping {source, target, read_only, propagation}');
+    return undefined;
+  }
+  const m = r.mapping(item, where, BIND_KEYS);
+  if (!m) return undefined;
+  const at = (k: string): Where => r.child(m, k, where);
+  if (m.source === undefined) r.fail(where, 'source is required');
+  if (m.target === undefined) r.fail(where, 'target is required');
+  const source = m.source === undefined ? undefined : r.absPath(m.source, at('source'));
+  const target = m.target === undefined ? undefined : r.absPath(m.target, at('target'));
+  const readOnly = m.read_only === undefined ? false : r.boolean(m.read_only, at('read_only'));
+  const propagation = m.propagation === undefined ? undefined : r.oneOf(m.propagation, at('propagation'), PROPAGATIONS);
+  if (source === undefined || target === undefined || readOnly === undefined) return undefined;
+  if (m.propagation !== undefined && propagation === undefined) return undefined;
+  return { source, target, readOnly, ...(propagation ? { propagation } : {}) };
+}
+
+function parseTmpfs(r: Reader, item: unknown, where: Where): TmpfsMount | undefined {
+  let target: string | undefined;
+  let options = '';
+  if (typeof item === 'string') {
+    const colon = item.indexOf(':');
+    target = r.absPath(colon < 0 ? item : item.slice(0, colon), where);
+    options = colon < 0 ? '' : item.slice(colon + 1);
+    if (colon >= 0 && !TMPFS_OPTIONS.test(options)) {
+      r.fail(where, `tmpfs options ${JSON.stringify(options)} are not a comma list of key[=value]`);
+      return undefined;
+    }
+  } else if (isMapping(item)) {
+    const m = r.mapping(item, where, TMPFS_KEYS);
+    if (!m) return undefined;
+    if (m.target === undefined) r.fail(where, 'target is required');
+    else target = r.absPath(m.target, r.child(m, 'target', where));
+    if (m.options !== undefined) {
+      const w = r.child(m, 'options', where);
+      if (typeof m.options !== 'string' || (m.options !== '' && !TMPFS_OPTIONS.test(m.options))) {
+        r.fail(w, 'must be a comma list of key[=value], e.g. "size=64m,mode=1777"');
+        return undefined;
+      }
+      options = m.options;
+    }
+  } else {
+    r.fail(where, 'must be a string "/target[:options]" or a mapping {target, options}');
+    return undefined;
+  }
+  return target === undefined ? undefined : { target, options };
+}
+
+function parseDevice(r: Reader, item: unknown, where: Where): DeviceMapping | undefined {
+  if (typeof item === 'string') {
+    const parts = item.split(':');
+    if (parts.length > 3) {
+      r.fail(where, `${JSON.stringify(item)} is not "/host[:/container[:permissions]]"`);
+      return undefined;
+    }
+    const host = r.absPath(parts[0], where);
+    const container = parts[1] === undefined ? host : r.absPath(parts[1], where);
+    const permissions = parts[2] ?? 'rwm';
+    if (!PERMISSIONS.test(permissions)) {
+      r.fail(where, `permissions ${JSON.stringify(permissions)} must be a combination of r, w, m`);
+      return undefined;
+    }
+    return host === undefined || container === undefined ? undefined : { host, container, permissions };
+  }
+  if (!isMapping(item)) {
+    r.fail(where, 'must be a string "/host[:/container[:permissions]]" or a mapping {host, container, permissions}');
+    return undefined;
+  }
+  const m = r.mapping(item, where, DEVICE_KEYS);
+  if (!m) return undefined;
+  if (m.host === undefined) {
+    r.fail(where, 'host is required');
+    return undefined;
+  }
+  const host = r.absPath(m.host, r.child(m, 'host', where));
+  const container = m.container === undefined ? host : r.absPath(m.container, r.child(m, 'container', where));
+  let permissions = 'rwm';
+  if (m.permissions !== undefined) {
+    const p = r.string(m.permissions, r.child(m, 'permissions', where), {
+      pattern: PERMISSIONS,
+      what: 'a combination of r, w, m',
+    });
+    if (p === undefined) return undefined;
+    permissions = p;
+  }
+  return host === undefined || container === undefined ? undefined : { host, container, permissions };
+}
+
+function parseList<T>(
+  r: Reader,
+  value: unknown,
+  where: Where,
+  one: (r: Reader, item: unknown, where: Where) => T | undefined,
+): { item: T; where: Where }[] | undefined {
+  const items = r.list(value, where);
+  if (!items) return undefined;
+  const out: { item: T; where: Where }[] = [];
+  let ok = true;
+  items.forEach((raw, i) => {
+    const w = r.child(items, i, where);
+    const t = one(r, raw, w);
+    if (t === undefined) ok = false;
+    else out.push({ item: t, where: w });
+  });
+  return ok ? out : undefined;
+}
+
+export interface Mounts {
+  binds: BindMount[];
+  tmpfs: TmpfsMount[];
+  devices: DeviceMapping[];
+}
+
+/** Reads the three mount lists of a container; undefined fields default to []. */
+export function readMounts(
+  r: Reader,
+  raw: { binds?: unknown; tmpfs?: unknown; devices?: unknown },
+  at: (key: 'binds' | 'tmpfs' | 'devices') => Where,
+): Partial<Mounts> {
+  const binds = raw.binds === undefined ? [] : parseList(r, raw.binds, at('binds'), parseBind);
+  const tmpfs = raw.tmpfs === undefined ? [] : parseList(r, raw.tmpfs, at('tmpfs'), parseTmpfs);
+  const devices = raw.devices === undefined ? [] : parseList(r, raw.devices, at('devices'), parseDevice);
+
+  let ok = binds !== undefined && tmpfs !== undefined && devices !== undefined;
+  const targets = new Map<string, string>();
+  for (const { item, where } of [...(binds ?? []), ...(tmpfs ?? [])]) {
+    const first = targets.get(item.target);
+    if (first !== undefined) {
+      r.fail(where, `target ${item.target} is already mounted by ${first}`);
+      ok = false;
+    } else targets.set(item.target, where.path);
+  }
+  const devicePaths = new Map<string, string>();
+  for (const { item, where } of devices ?? []) {
+    const first = devicePaths.get(item.container);
+    if (first !== undefined) {
+      r.fail(where, `container path ${item.container} is already used by ${first}`);
+      ok = false;
+    } else devicePaths.set(item.container, where.path);
+  }
+  if (!ok || !binds || !tmpfs || !devices) return {};
+  return {
+    binds: binds.map((b) => b.item).sort(byKey((b) => b.target)),
+    tmpfs: tmpfs.map((t) => t.item).sort(byKey((t) => t.target)),
+    devices: devices.map((d) => d.item).sort(byKey((d) => d.container)),
+  };
+}
