@@ -90,12 +90,19 @@ export async function validateDir(opts: LoadOptions): Promise<{ desired?: Desire
     }
   }
 
-  if (problems.count > 0 || !overridesOk || files === undefined) return { problems: problems.list };
+  if (problems.count > 0 || !overridesOk || files === undefined) return { problems: byFileAndLine(problems.list) };
   const desired: DesiredState = {
     sets,
     ...(overrides?.values ? { hostValues: overrides.values } : {}),
   };
   return { desired, problems: [] };
+}
+
+/** Stable: files in the order they were read, then by line. */
+function byFileAndLine(list: readonly SpecProblem[]): SpecProblem[] {
+  const order = new Map<string, number>();
+  for (const p of list) if (!order.has(p.file)) order.set(p.file, order.size);
+  return [...list].sort((a, b) => (order.get(a.file) ?? 0) - (order.get(b.file) ?? 0) || a.line - b.line);
 }
 
 function readLibrary(r: Reader, raw: unknown, file: string): CheckLibrary | undefined {
