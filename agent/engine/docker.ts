@@ -1,0 +1,285 @@
+import Dockerode from 'dockerode';
+import type { Logger } from '../log.js';
+import { SpcdError } from '../errors.js';
+import { decodeIdentity, LABEL } from '../model/labels.js';
+import type { EngineState, ObservedContainer } from '../model/observed.js';
+import { createBody } from './create-options.js';
+import { DEADLINES } from './deadlines.js';
+import { runExec } from './exec.js';
+import { mapEngineError, withDeadline } from './map-error.js';
+import { pullImage } from './pull.js';
+import { subscribeEvents } from './events.js';
+import { streamLogs } from './logs.js';
+import type {
+  CallOptions,
+  CreateRequest,
+  Engine,
+  EngineEvent,
+  EventSubscription,
+  ExecRequest,
+  ExecResult,
+  ImageInfo,
+  PullRequest,
+} from './types.js';
+
+export interface EngineInfo {
+  readonly version: string;
+  readonly apiVersion: string;
+  readonly liveRestore: boolean;
+  readonly cgroupVersion: string;
+  readonly cgroupDriver: string;
+  readonly storageDriver: string;
+}
+
+interface InspectInfo {
+  Id: string;
+  Name: string;
+  Image: string;
+  Config: { Image: string; Labels: Record<string, string> | null };
+  State: {
+    Status: string;
+    Pid: number;
+    ExitCode: number;
+    StartedAt: string;
+    FinishedAt: string;
+    Health?: { Status: string };
+  };
+}
+
+const ZERO_TIME = '0001-01-01T00:00:00Z';
+
+function toObserved(info: InspectInfo): ObservedContainer | undefined {
+  const identity = decodeIdentity(info.Config.Labels ?? undefined);
+  if (!identity) return undefined;
+  const health = info.State.Health?.Status;
+  return {
+    id: info.Id,
+    name: info.Name.replace(/^\//, ''),
+    identity,
+    state: info.State.Status as EngineState,
+    image: info.Config.Image,
+    imageId: info.Image,
+    startedAt: info.State.StartedAt === ZERO_TIME ? '' : info.State.StartedAt,
+    finishedAt: info.State.FinishedAt === ZERO_TIME ? '' : info.State.FinishedAt,
+    exitCode: info.State.ExitCode,
+    pid: info.State.Pid,
+    ...(health === 'starting' || health === 'healthy' || health === 'unhealthy'
+      ? { dockerHealth: health }
+      : {}),
+  };
+}
+
+/**
+ * The Docker engine behind spcd's narrow interfaces. The only dockerode user.
+ * Inspect results are cached per (id, state) from the list, so a re-list of
+ * 200 unchanged containers costs one API call.
+ */
+export class DockerEngine implements Engine {
+  private readonly docker: Dockerode;
+  private readonly inspectCache = new Map<string, { key: string; value: ObservedContainer | undefined }>();
+
+  constructor(private readonly opts: { socketPath: string; log: Logger }) {
+    this.docker = new Dockerode({ socketPath: opts.socketPath });
+  }
+
+  async ping(o?: CallOptions): Promise<void> {
+    await withDeadline('ping', DEADLINES.ping, o?.signal, (abortSignal) =>
+      (this.docker.ping as unknown as (o: object) => Promise<unknown>).call(this.docker, { abortSignal }),
+    );
+  }
+
+  async info(o?: CallOptions): Promise<EngineInfo> {
+    const [info, version] = await withDeadline('info', DEADLINES.info, o?.signal, (abortSignal) =>
+      Promise.all([
+        (this.docker.info as unknown as (o: object) => Promise<Record<string, unknown>>).call(this.docker, {
+          abortSignal,
+        }),
+        (this.docker.version as unknown as (o: object) => Promise<Record<string, unknown>>).call(
+          this.docker,
+          {
+            abortSignal,
+          },
+        ),
+      ]),
+    );
+    return {
+      version: String(version.Version ?? ''),
+      apiVersion: String(version.ApiVersion ?? ''),
+      liveRestore: info.LiveRestoreEnabled === true,
+      cgroupVersion: String(info.CgroupVersion ?? ''),
+      cgroupDriver: String(info.CgroupDriver ?? ''),
+      storageDriver: String(info.Driver ?? ''),
+    };
+  }
+
+  async listManaged(instance: string, o?: CallOptions): Promise<ObservedContainer[]> {
+    const list = await withDeadline('list containers', DEADLINES.list, o?.signal, (abortSignal) =>
+      this.docker.listContainers({
+        all: true,
+        filters: { label: [`${LABEL.instance}=${instance}`] },
+        abortSignal,
+      } as Dockerode.ContainerListOptions),
+    );
+    const seen = new Set<string>();
+    const out: ObservedContainer[] = [];
+    for (const item of list) {
+      seen.add(item.Id);
+      if (!decodeIdentity(item.Labels)) continue;
+      const key = `${item.State}|${item.Status.startsWith('Up') ? 'up' : item.Status}`;
+      const cached = this.inspectCache.get(item.Id);
+      let value: ObservedContainer | undefined;
+      if (cached && cached.key === key) value = cached.value;
+      else {
+        value = await this.inspect(item.Id, o);
+        this.inspectCache.set(item.Id, { key, value });
+      }
+      if (value) out.push(value);
+    }
+    for (const id of this.inspectCache.keys()) if (!seen.has(id)) this.inspectCache.delete(id);
+    return out;
+  }
+
+  /** Forget what we know of a container (called on its events). */
+  invalidate(id: string): void {
+    this.inspectCache.delete(id);
+  }
+
+  async inspect(id: string, o?: CallOptions): Promise<ObservedContainer | undefined> {
+    try {
+      const info = await withDeadline(
+        `inspect ${id.slice(0, 12)}`,
+        DEADLINES.inspect,
+        o?.signal,
+        (abortSignal) => this.docker.getContainer(id).inspect({ abortSignal } as object),
+      );
+      return toObserved(info as unknown as InspectInfo);
+    } catch (err) {
+      if (err instanceof SpcdError && err.code === 'ENGINE_NOT_FOUND') return undefined;
+      throw err;
+    }
+  }
+
+  async create(req: CreateRequest, o?: CallOptions): Promise<string> {
+    const body = createBody(req);
+    const created = await withDeadline(`create ${body.name}`, DEADLINES.create, o?.signal, (abortSignal) =>
+      this.docker.createContainer({ ...body, abortSignal } as unknown as Dockerode.ContainerCreateOptions),
+    );
+    this.opts.log.debug({ id: created.id, name: body.name }, 'container created');
+    return created.id;
+  }
+
+  async start(id: string, o?: CallOptions): Promise<void> {
+    this.invalidate(id);
+    await this.tolerate304(`start ${id.slice(0, 12)}`, DEADLINES.start, o, (abortSignal) =>
+      this.docker.getContainer(id).start({ abortSignal } as object),
+    );
+  }
+
+  async stop(id: string, graceMs: number, o?: CallOptions): Promise<void> {
+    this.invalidate(id);
+    const t = Math.ceil(graceMs / 1000);
+    await this.tolerate304(`stop ${id.slice(0, 12)}`, graceMs + DEADLINES.stopSlack, o, (abortSignal) =>
+      this.docker.getContainer(id).stop({ t, abortSignal } as object),
+    );
+  }
+
+  async kill(id: string, signal: string, o?: CallOptions): Promise<void> {
+    this.invalidate(id);
+    try {
+      await withDeadline(`kill ${id.slice(0, 12)}`, DEADLINES.kill, o?.signal, (abortSignal) =>
+        this.docker.getContainer(id).kill({ signal, abortSignal } as object),
+      );
+    } catch (err) {
+      // 409: not running. Killing a stopped container is done already.
+      if (err instanceof SpcdError && err.code === 'ENGINE_CONFLICT') return;
+      throw err;
+    }
+  }
+
+  async remove(id: string, o?: CallOptions): Promise<void> {
+    this.invalidate(id);
+    try {
+      await withDeadline(`remove ${id.slice(0, 12)}`, DEADLINES.remove, o?.signal, (abortSignal) =>
+        this.docker.getContainer(id).remove({ force: true, v: false, abortSignal } as object),
+      );
+    } catch (err) {
+      if (err instanceof SpcdError && err.code === 'ENGINE_NOT_FOUND') return;
+      throw err;
+    }
+  }
+
+  async rename(id: string, name: string, o?: CallOptions): Promise<void> {
+    this.invalidate(id);
+    await withDeadline(`rename ${id.slice(0, 12)} to ${name}`, DEADLINES.rename, o?.signal, (abortSignal) =>
+      this.docker.getContainer(id).rename({ name, abortSignal } as object),
+    );
+  }
+
+  async wait(id: string, timeoutMs: number, o?: CallOptions): Promise<number> {
+    const res = await withDeadline(
+      `wait ${id.slice(0, 12)}`,
+      timeoutMs + DEADLINES.waitSlack,
+      o?.signal,
+      (abortSignal) =>
+        this.docker.getContainer(id).wait({ abortSignal } as object) as Promise<{ StatusCode: number }>,
+    );
+    return res.StatusCode;
+  }
+
+  pull(req: PullRequest): Promise<ImageInfo> {
+    return pullImage(this.docker, req, (ref) => this.imageInfo(ref));
+  }
+
+  async imageInfo(ref: string, o?: CallOptions): Promise<ImageInfo | undefined> {
+    try {
+      const info = (await withDeadline(
+        `inspect image ${ref}`,
+        DEADLINES.imageInspect,
+        o?.signal,
+        (abortSignal) => this.docker.getImage(ref).inspect({ abortSignal } as object),
+      )) as unknown as {
+        Id: string;
+        RepoDigests?: string[];
+        Config?: { Labels?: Record<string, string> | null };
+      };
+      return { id: info.Id, repoDigests: info.RepoDigests ?? [], labels: info.Config?.Labels ?? {} };
+    } catch (err) {
+      if (err instanceof SpcdError && err.code === 'ENGINE_NOT_FOUND') return undefined;
+      throw err;
+    }
+  }
+
+  exec(containerId: string, req: ExecRequest): Promise<ExecResult> {
+    return runExec(this.docker, containerId, req, this.opts.log);
+  }
+
+  subscribe(instance: string, onEvent: (e: EngineEvent) => void): EventSubscription {
+    return subscribeEvents(this.docker, instance, (e) => {
+      if (e.kind === 'container') this.invalidate(e.id);
+      onEvent(e);
+    });
+  }
+
+  logs(
+    id: string,
+    o: { tail: number; follow: boolean; onLine: (line: string) => void; onEnd: () => void },
+  ): Promise<() => void> {
+    return streamLogs(this.docker, id, o);
+  }
+
+  /** 304 (already started / already stopped) is success for idempotent calls. */
+  private async tolerate304(
+    what: string,
+    ms: number,
+    o: CallOptions | undefined,
+    fn: (signal: AbortSignal) => Promise<unknown>,
+  ): Promise<void> {
+    try {
+      await withDeadline(what, ms, o?.signal, fn);
+    } catch (err) {
+      const cause = (err as { cause?: { statusCode?: number } }).cause;
+      if (cause?.statusCode === 304) return;
+      throw err instanceof SpcdError ? err : mapEngineError(err, what);
+    }
+  }
+}

@@ -1,0 +1,64 @@
+import { SpcdError } from '../errors.js';
+import type { ObservedContainer } from '../model/observed.js';
+import type { ContainerSpec } from '../model/spec.js';
+import {
+  compareVersions,
+  VERSION_LABEL,
+  vmSafetyViolations,
+  type HostCgroupFacts,
+} from '../model/vm-safety.js';
+import type { ExecutorDeps } from './ports.js';
+
+/**
+ * Before a hypervisor container is stopped while VMs run: the definitions
+ * (the one running and the one to run) must keep VMs alive, and the new
+ * hypervisor must not be older than the running one (an older libvirt cannot
+ * read the newer status XML and orphans the VMs). Returns warnings when
+ * `force` overrides the downgrade rule; a broken definition is never forced.
+ */
+export async function checkVmSafety(
+  deps: ExecutorDeps,
+  next: ContainerSpec,
+  old: ObservedContainer,
+  nextImageLabels: Readonly<Record<string, string>>,
+  force: boolean,
+  host: HostCgroupFacts = { hybridWithControllers: false, unifiedOnly: false },
+): Promise<string[]> {
+  const oldSpec = deps.state.generation(old.identity.container, old.identity.generation)?.spec;
+  const hypervisor = next.role === 'hypervisor' || oldSpec?.role === 'hypervisor';
+  if (!hypervisor) return [];
+  const vms = await deps.vms.runningVms();
+  if (vms.length === 0) return [];
+  const vmList = vms.map((v) => `${v.name}(pid ${v.pid})`).join(', ');
+  const checks: [string, ContainerSpec | undefined][] = [
+    ['running definition', oldSpec],
+    ['new definition', next],
+  ];
+  for (const [which, spec] of checks) {
+    if (!spec) continue;
+    const broken = vmSafetyViolations(spec, host);
+    if (broken.length > 0) {
+      throw new SpcdError(
+        'VM_SAFETY_REFUSED',
+        `refusing to stop ${old.identity.container}: ${vms.length} VM(s) running and the ${which} breaks rule ${broken
+          .map((b) => b.rule)
+          .join(', ')}: ${broken[0]?.why}`,
+        { container: old.identity.container, vms: vmList, rules: broken, definition: which },
+      );
+    }
+  }
+  const oldInfo = await deps.engine.imageInfo(old.imageId);
+  const cmp = compareVersions(nextImageLabels[VERSION_LABEL], oldInfo?.labels[VERSION_LABEL]);
+  if (cmp !== undefined && cmp < 0) {
+    const cost = `the running VMs (${vmList}) keep running but become invisible to the older hypervisor ${nextImageLabels[VERSION_LABEL]} (it cannot read the status written by ${oldInfo?.labels[VERSION_LABEL]}); they must be restarted or migrated to be managed again`;
+    if (!force) {
+      throw new SpcdError(
+        'VM_SAFETY_REFUSED',
+        `refusing to downgrade hypervisor ${old.identity.container} from ${oldInfo?.labels[VERSION_LABEL]} to ${nextImageLabels[VERSION_LABEL]} while ${vms.length} VM(s) run: ${cost}. Use force to accept this.`,
+        { container: old.identity.container, vms: vmList, rule: 'no-downgrade-with-vms', cost },
+      );
+    }
+    return [`forced downgrade: ${cost}`];
+  }
+  return [];
+}

@@ -1,0 +1,52 @@
+import type { Logger } from '../log.js';
+import type { Clock } from '../model/clock.js';
+import type { EventBus } from '../model/events.js';
+import type { ContainerSpec } from '../model/spec.js';
+import type { ContainerEngine, ImageEngine, ExecEngine, RegistryAuth } from '../engine/types.js';
+import type { StateStore } from '../state/store.js';
+import type { Journal } from '../state/journal.js';
+import type { Failpoint } from './failpoint.js';
+
+/** What the executor needs from the health room. */
+export interface HealthGate {
+  pause(name: string): void;
+  resume(name: string): void;
+  waitHealthy(name: string, containerId: string, deadlineMs: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** Prepares what a new generation mounts: rendered config, health scripts. */
+export interface Preparer {
+  /** Binds and env to add at create, and the config hash it carries. */
+  prepare(spec: ContainerSpec, generation: number): Promise<PreparedExtras>;
+}
+
+export interface PreparedExtras {
+  readonly extraBinds: readonly { source: string; target: string; readOnly: boolean }[];
+  readonly extraEnv: Readonly<Record<string, string>>;
+  readonly configHash: string;
+}
+
+/** Counts VMs a hypervisor keeps running on this host (libvirt's qemu processes). */
+export interface VmProbe {
+  runningVms(): Promise<readonly { pid: number; name: string }[]>;
+}
+
+export interface ExecutorDeps {
+  readonly engine: ContainerEngine & ImageEngine & ExecEngine;
+  readonly state: StateStore;
+  readonly journal: Journal;
+  readonly health: HealthGate;
+  readonly preparer: Preparer;
+  readonly vms: VmProbe;
+  readonly events: EventBus;
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly failpoint: Failpoint;
+  readonly instance: string;
+  /** How long a new generation may take to become healthy. */
+  readonly gateDeadlineMs: number;
+  /** A container without checks must stay up this long to pass the gate. */
+  readonly minReadyMs: number;
+  readonly pullActivityTimeoutMs: number;
+  readonly registryAuth: (image: string) => Promise<RegistryAuth | undefined>;
+}

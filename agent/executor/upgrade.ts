@@ -1,0 +1,323 @@
+import { SpcdError, toSpcdError } from '../errors.js';
+import { isRunning, type ObservedContainer } from '../model/observed.js';
+import type { ContainerSpec } from '../model/spec.js';
+import type { JournalEntry, UpgradeStep } from '../state/journal.js';
+import { checkVmSafety } from './guard.js';
+import type { ExecutorDeps } from './ports.js';
+import { resolveImage, type PullPolicy } from './image.js';
+
+export interface UpgradeRequest {
+  readonly operationId: string;
+  readonly kind: 'upgrade' | 'recreate' | 'rollback';
+  /** The spec the new generation runs. */
+  readonly spec: ContainerSpec;
+  readonly specHash: string;
+  /** The instance it replaces; undefined when there is none. */
+  readonly current: ObservedContainer | undefined;
+  readonly pull: PullPolicy;
+  readonly expectDigest?: string;
+  /** For a rollback: the generation whose spec this re-applies. */
+  readonly from?: number;
+  readonly force?: boolean;
+  readonly reason: string;
+  readonly signal?: AbortSignal;
+}
+
+export interface UpgradeWindow {
+  /** From the stop call on the old container to the new one running. */
+  readonly stopToRunningMs: number;
+  /** From the stop call to the new generation passing its health gate. */
+  readonly stopToHealthyMs: number;
+}
+
+export interface UpgradeResult {
+  readonly container: string;
+  readonly generation: number;
+  readonly previousGeneration: number | null;
+  readonly image: string;
+  readonly imageDigest: string | null;
+  readonly containerId: string;
+  readonly pullMs: number;
+  readonly window: UpgradeWindow | null;
+  readonly warnings: readonly string[];
+}
+
+const stagingName = (name: string, gen: number): string => `${name}.g${gen}.new`;
+const parkedName = (name: string, gen: number): string => `${name}.g${gen}.old`;
+
+/**
+ * The upgrade transaction for one container: pull (outside the window),
+ * allocate generation N+1, create it stopped under a staging name, swap the
+ * names, stop the old, start the new, pass the health gate, commit. Any
+ * failure after the old one was touched rolls back to it; no registry is
+ * needed for that because the old container and image are kept until commit.
+ * Each step is journaled before it begins, so a crash is finished or undone
+ * on restart (recover.ts).
+ */
+export async function upgradeContainer(deps: ExecutorDeps, req: UpgradeRequest): Promise<UpgradeResult> {
+  const { engine, state, journal, events, clock, failpoint, log } = deps;
+  const name = req.spec.name;
+  const step = (
+    s: string,
+    generation: number,
+    outcome: 'begin' | 'done' | 'failed',
+    detail?: string,
+  ): void => {
+    events.publish({
+      type: 'upgrade-step',
+      at: clock.now(),
+      operationId: req.operationId,
+      container: name,
+      step: s,
+      generation,
+      outcome,
+      ...(detail !== undefined ? { detail } : {}),
+    });
+  };
+  const old = req.current;
+  const oldGen = old?.identity.generation ?? null;
+
+  // 1. Pull, outside the window. Nothing has changed yet if it fails.
+  const pullStart = clock.now();
+  step('pull', oldGen ?? 0, 'begin', req.spec.image);
+  const image = await resolveImage(deps, req.spec.image, req.pull, req.operationId, req.signal);
+  if (req.expectDigest && image.digest !== req.expectDigest) {
+    throw new SpcdError(
+      'IMAGE_DIGEST_MISMATCH',
+      `${req.spec.image} has digest ${image.digest ?? 'none'}, expected ${req.expectDigest}`,
+      {
+        image: req.spec.image,
+        digest: image.digest,
+        expected: req.expectDigest,
+      },
+    );
+  }
+  const pullMs = clock.now() - pullStart;
+  step('pull', oldGen ?? 0, 'done', image.digest ?? image.id);
+  failpoint('upgrade.after-pull');
+
+  // 2. The VM-safety guard, before anything is stopped.
+  const warnings =
+    old && isRunning(old) ? await checkVmSafety(deps, req.spec, old, image.labels, req.force === true) : [];
+
+  // 3. Allocate N+1 (persisted before anything uses the number) and prepare its mounts.
+  const extras = await deps.preparer.prepare(req.spec, state.record(name)?.nextGeneration ?? 1);
+  const gen = await state.allocate(
+    name,
+    {
+      image: req.spec.image,
+      imageDigest: image.digest,
+      specHash: req.specHash,
+      configHash: extras.configHash,
+      spec: req.spec,
+      ...(req.from !== undefined ? { from: req.from } : {}),
+    },
+    new Date(clock.now()),
+  );
+  const N = gen.generation;
+  failpoint('upgrade.after-allocate');
+
+  const identity = {
+    instance: deps.instance,
+    set: req.spec.set,
+    container: name,
+    generation: N,
+    specHash: req.specHash,
+    configHash: extras.configHash,
+  };
+  const entryBase = {
+    operationId: req.operationId,
+    kind: req.kind,
+    container: name,
+    fromGeneration: oldGen,
+    toGeneration: N,
+    oldId: old?.id ?? null,
+    stagingName: stagingName(name, N),
+    parkedName: old ? parkedName(name, old.identity.generation) : '',
+    startedAt: new Date(clock.now()).toISOString(),
+  };
+  let entry: JournalEntry = { ...entryBase, newId: null, step: 'creating' };
+  const begin = async (s: UpgradeStep, newId: string | null): Promise<void> => {
+    entry = { ...entryBase, newId, step: s };
+    await journal.write(entry);
+  };
+
+  // 4. Create the new generation, stopped, under a staging name.
+  await begin('creating', null);
+  step('create', N, 'begin');
+  let newId: string;
+  try {
+    newId = await engine.create({
+      spec: req.spec,
+      identity,
+      name: old ? stagingName(name, N) : name,
+      extraBinds: extras.extraBinds,
+      extraEnv: extras.extraEnv,
+    });
+  } catch (err) {
+    await state.setOutcome(name, N, 'failed', toSpcdError(err).message);
+    await journal.clear(name);
+    step('create', N, 'failed', toSpcdError(err).message);
+    throw err;
+  }
+  step('create', N, 'done', newId.slice(0, 12));
+  failpoint('upgrade.after-create');
+
+  deps.health.pause(name);
+  let stopAt = 0;
+  let runningAt = 0;
+  try {
+    if (old) {
+      // 5. Swap names while the old one still runs: the window is only stop + start.
+      await begin('renaming', newId);
+      await engine.rename(old.id, parkedName(name, old.identity.generation));
+      await engine.rename(newId, name);
+      failpoint('upgrade.after-rename');
+
+      await begin('stopping-old', newId);
+      step('stop-old', N, 'begin', old.id.slice(0, 12));
+      stopAt = clock.now();
+      await engine.stop(old.id, old ? graceOf(deps, old, req.spec) : req.spec.stopGraceMs);
+      step('stop-old', N, 'done');
+      failpoint('upgrade.after-stop-old');
+    }
+
+    await begin('starting-new', newId);
+    step('start-new', N, 'begin');
+    if (!stopAt) stopAt = clock.now();
+    await engine.start(newId);
+    runningAt = clock.now();
+    step('start-new', N, 'done');
+    failpoint('upgrade.after-start-new');
+
+    await begin('gating', newId);
+    step('health-gate', N, 'begin');
+    deps.health.resume(name);
+    await gate(deps, name, newId, req.spec, req.signal);
+    step('health-gate', N, 'done');
+    failpoint('upgrade.after-gate');
+  } catch (err) {
+    const e = toSpcdError(err);
+    step('rollback', N, 'begin', e.message);
+    log.warn(
+      { container: name, generation: N, err: e.message, code: e.code },
+      'upgrade failed; rolling back',
+    );
+    try {
+      await undo(deps, entry, `rolled back: ${e.message}`);
+    } catch (rbErr) {
+      const rb = toSpcdError(rbErr);
+      step('rollback', N, 'failed', rb.message);
+      throw new SpcdError(
+        'ROLLBACK_FAILED',
+        `upgrade of ${name} failed (${e.message}) and so did its rollback (${rb.message})`,
+        {
+          container: name,
+          generation: N,
+          cause: e.toJSON(),
+          rollback: rb.toJSON(),
+        },
+      );
+    }
+    step('rollback', N, 'done');
+    throw new SpcdError(
+      e.code === 'HEALTH_GATE_FAILED' ? 'HEALTH_GATE_FAILED' : 'UPGRADE_FAILED',
+      `upgrade of ${name} to generation ${N} failed and was rolled back to ${oldGen ?? 'nothing'}: ${e.message}`,
+      { container: name, generation: N, rolledBackTo: oldGen, cause: e.toJSON() },
+    );
+  } finally {
+    deps.health.resume(name);
+  }
+  const healthyAt = clock.now();
+
+  // 6. Commit: N is last known good; only now does the old instance go.
+  await begin('committing', newId);
+  await finish(deps, entry);
+  failpoint('upgrade.after-commit');
+  step('commit', N, 'done');
+  return {
+    container: name,
+    generation: N,
+    previousGeneration: oldGen,
+    image: req.spec.image,
+    imageDigest: image.digest,
+    containerId: newId,
+    pullMs,
+    window: old ? { stopToRunningMs: runningAt - stopAt, stopToHealthyMs: healthyAt - stopAt } : null,
+    warnings,
+  };
+}
+
+function graceOf(_deps: ExecutorDeps, _old: ObservedContainer, spec: ContainerSpec): number {
+  return spec.stopGraceMs;
+}
+
+/** The health gate: every check passes, or (no checks) the container stays up minReadyMs. */
+export async function gate(
+  deps: ExecutorDeps,
+  name: string,
+  id: string,
+  spec: ContainerSpec,
+  signal?: AbortSignal,
+): Promise<void> {
+  if (spec.healthchecks.length > 0) {
+    await deps.health.waitHealthy(name, id, deps.gateDeadlineMs, signal);
+    return;
+  }
+  const until = deps.clock.now() + deps.minReadyMs;
+  for (;;) {
+    const c = await deps.engine.inspect(id);
+    if (!c || !isRunning(c)) {
+      throw new SpcdError(
+        'HEALTH_GATE_FAILED',
+        `${name} exited${c ? ` with ${c.exitCode}` : ''} before it was ready`,
+        {
+          container: name,
+          exitCode: c?.exitCode ?? null,
+        },
+      );
+    }
+    if (deps.clock.now() >= until) return;
+    await new Promise<void>((r) => deps.clock.setTimer(Math.min(100, until - deps.clock.now()), r));
+  }
+}
+
+/** Puts the old generation back: the new one is stopped and removed, the old one named and running. */
+export async function undo(deps: ExecutorDeps, entry: JournalEntry, reason: string): Promise<void> {
+  const { engine, state, journal } = deps;
+  const name = entry.container;
+  if (entry.newId) {
+    const fresh = await engine.inspect(entry.newId);
+    if (fresh) {
+      if (isRunning(fresh)) await engine.stop(fresh.id, 10_000);
+      await engine.remove(fresh.id);
+    }
+  } else {
+    // Crashed inside create: the new container may exist under its staging (or final) name.
+    for (const c of await engine.listManaged(deps.instance)) {
+      if (c.identity.container === name && c.identity.generation === entry.toGeneration)
+        await engine.remove(c.id);
+    }
+  }
+  if (entry.oldId) {
+    const old = await engine.inspect(entry.oldId);
+    if (!old)
+      throw new SpcdError('ROLLBACK_FAILED', `the previous instance of ${name} is gone`, { container: name });
+    if (old.name !== name) await engine.rename(old.id, name);
+    if (!isRunning(old) || old.state === 'paused') await engine.start(old.id);
+  }
+  await state.setOutcome(name, entry.toGeneration, 'rolled-back', reason);
+  await journal.clear(name);
+}
+
+/** Completes a transaction whose new generation passed its gate. */
+export async function finish(deps: ExecutorDeps, entry: JournalEntry): Promise<void> {
+  const { engine, state, journal } = deps;
+  await state.commit(entry.container, entry.toGeneration);
+  if (entry.oldId) await engine.remove(entry.oldId);
+  if (entry.newId) {
+    const fresh = await engine.inspect(entry.newId);
+    if (fresh && fresh.name !== entry.container) await engine.rename(fresh.id, entry.container);
+  }
+  await journal.clear(entry.container);
+}

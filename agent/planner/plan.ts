@@ -1,0 +1,135 @@
+import { hashScheme } from '../model/hash.js';
+import { isRunning, type ObservedContainer } from '../model/observed.js';
+import { NO_FACTS, type DesiredContainer, type Plan, type RuntimeFacts, type Step } from './types.js';
+
+export interface PlanInput {
+  readonly desired: readonly DesiredContainer[];
+  readonly observed: readonly ObservedContainer[];
+  readonly facts: ReadonlyMap<string, RuntimeFacts>;
+  readonly now: number;
+}
+
+/**
+ * Pure: (desired, observed, facts, now) -> steps. No I/O and no clock; the
+ * reconciler executes the steps and calls again with what it then observes.
+ * `desired` must be in start order (dependencies first).
+ */
+export function plan(input: PlanInput): Plan {
+  const steps: Step[] = [];
+  const waiting: { container: string; reason: string }[] = [];
+  let wakeAt: number | undefined;
+  const byName = groupByContainer(input.observed);
+  const desiredNames = new Set(input.desired.map((d) => d.spec.name));
+  const primaryOf = new Map<string, ObservedContainer | undefined>();
+
+  for (const [name, list] of byName) primaryOf.set(name, pickPrimary(name, list));
+
+  // Definitions deleted: stop and remove what carries our labels, and only that.
+  for (const [name, list] of byName) {
+    if (desiredNames.has(name)) continue;
+    if ((input.facts.get(name) ?? NO_FACTS).busy) continue;
+    for (const o of list) steps.push({ kind: 'remove', observed: o, reason: 'definition deleted' });
+  }
+
+  const running = (name: string): boolean => {
+    const p = primaryOf.get(name);
+    return p !== undefined && p.state === 'running';
+  };
+
+  for (const d of input.desired) {
+    const name = d.spec.name;
+    const facts = input.facts.get(name) ?? NO_FACTS;
+    if (facts.busy) continue;
+    const list = byName.get(name) ?? [];
+    const primary = primaryOf.get(name);
+
+    // Strays (e.g. an old instance parked by an interrupted upgrade that the journal did not cover).
+    for (const o of list) {
+      if (o !== primary) steps.push({ kind: 'remove', observed: o, reason: `extra instance of ${name}` });
+    }
+
+    const depsDown = d.spec.dependsOn.filter((dep) => !running(dep));
+
+    if (!primary) {
+      if (facts.failed) {
+        waiting.push({ container: name, reason: 'failed; needs an operator' });
+      } else if (facts.heldStopped) {
+        waiting.push({ container: name, reason: 'stopped by operator' });
+      } else if (depsDown.length > 0) {
+        waiting.push({ container: name, reason: `waiting for ${depsDown.join(', ')}` });
+      } else if (facts.nextAttemptAt > input.now) {
+        waiting.push({ container: name, reason: 'backoff' });
+        wakeAt = min(wakeAt, facts.nextAttemptAt);
+      } else {
+        steps.push({ kind: 'create', desired: d, reason: 'not present' });
+      }
+      continue;
+    }
+
+    const changed = changeReason(d, primary);
+    if (changed) {
+      if (facts.heldStopped && !isRunning(primary)) {
+        waiting.push({ container: name, reason: `stopped by operator (${changed} pending)` });
+      } else if (depsDown.length > 0) {
+        waiting.push({ container: name, reason: `${changed}; waiting for ${depsDown.join(', ')}` });
+      } else {
+        steps.push({ kind: 'replace', desired: d, observed: primary, reason: changed });
+      }
+      continue;
+    }
+
+    if (isRunning(primary)) continue;
+    if (facts.heldStopped) {
+      waiting.push({ container: name, reason: 'stopped by operator' });
+    } else if (facts.failed) {
+      waiting.push({ container: name, reason: 'failed; needs an operator' });
+    } else if (depsDown.length > 0) {
+      waiting.push({ container: name, reason: `waiting for ${depsDown.join(', ')}` });
+    } else if (facts.nextAttemptAt > input.now) {
+      waiting.push({ container: name, reason: 'backoff' });
+      wakeAt = min(wakeAt, facts.nextAttemptAt);
+    } else {
+      steps.push({
+        kind: 'start',
+        desired: d,
+        observed: primary,
+        reason: primary.state === 'created' ? 'created, not started' : `exited with ${primary.exitCode}`,
+      });
+    }
+  }
+  return wakeAt === undefined ? { steps, waiting } : { steps, waiting, wakeAt };
+}
+
+/** Why a running container no longer matches its definition; undefined when it matches. */
+export function changeReason(d: DesiredContainer, o: ObservedContainer): string | undefined {
+  if (hashScheme(o.identity.specHash) !== hashScheme(d.specHash)) {
+    // A hash from another scheme says nothing about the spec: never recreate for it (kubernetes#53644).
+    return undefined;
+  }
+  if (o.identity.specHash !== d.specHash) return 'spec changed';
+  if (o.identity.configHash !== d.configHash) return 'config changed';
+  return undefined;
+}
+
+function groupByContainer(observed: readonly ObservedContainer[]): Map<string, ObservedContainer[]> {
+  const m = new Map<string, ObservedContainer[]>();
+  for (const o of observed) {
+    const k = o.identity.container;
+    const list = m.get(k);
+    if (list) list.push(o);
+    else m.set(k, [o]);
+  }
+  return m;
+}
+
+/** The instance that *is* the container: the one under its stable name, else the newest running, else the newest. */
+export function pickPrimary(name: string, list: readonly ObservedContainer[]): ObservedContainer | undefined {
+  const named = list.find((o) => o.name === name);
+  if (named) return named;
+  const newest = [...list].sort((a, b) => b.identity.generation - a.identity.generation);
+  return newest.find(isRunning) ?? newest[0];
+}
+
+function min(a: number | undefined, b: number): number {
+  return a === undefined ? b : Math.min(a, b);
+}

@@ -1,0 +1,74 @@
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { open, rename, unlink, readFile, mkdir } from 'node:fs/promises';
+import { dirname, basename, join } from 'node:path';
+import { SpcdError } from '../errors.js';
+
+/**
+ * Writes a file so that a reader (or a crash) sees either the old content or
+ * the new, never a torn mix: temp file in the same directory, fsync, rename,
+ * fsync of the directory (kubelet's and balena's habit). Refuses to follow a
+ * symlink at the temp path (O_EXCL).
+ */
+export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode);
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+    await fsyncDir(dir);
+  } catch (err) {
+    await unlink(tmp).catch(() => undefined);
+    throw new SpcdError(
+      'STATE_WRITE_FAILED',
+      `cannot write ${path}: ${(err as Error).message}`,
+      { path },
+      { cause: err },
+    );
+  }
+}
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const fh = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+export async function ensureDir(dir: string, mode = 0o700): Promise<void> {
+  await mkdir(dir, { recursive: true, mode });
+}
+
+/** Reads and parses a JSON file; undefined when absent, STATE_CORRUPT when unparseable. */
+export async function readJsonFile(path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new SpcdError(
+      'STATE_CORRUPT',
+      `cannot read ${path}: ${(err as Error).message}`,
+      { path },
+      { cause: err },
+    );
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new SpcdError(
+      'STATE_CORRUPT',
+      `${path} is not valid JSON: ${(err as Error).message}`,
+      { path },
+      { cause: err },
+    );
+  }
+}
