@@ -1,0 +1,86 @@
+import { diffLines, formatHunks, splitLines, type LineOp } from './line-diff.js';
+import { MASK, maskSecrets } from './mask.js';
+
+/**
+ * What `spcctl plan` shows for a container's config: a unified-style diff per
+ * file that changes, with every secret value replaced by '******'.
+ *
+ * The old files may hold secrets that are no longer in the secrets file (a
+ * rotated password). To keep those out of the plan as well:
+ * - a line of the old file whose key (the text before the first '=' or ':')
+ *   is the key of a line that holds a secret in the new file is shown as
+ *   "<key> = ******";
+ * - a removed file is listed without its content.
+ */
+
+export interface FileDiff {
+  /** Relative to the container's config directory ("nova.conf", "config.json"). */
+  path: string;
+  change: 'added' | 'removed' | 'modified';
+  /** "--- a/<path>\n+++ b/<path>\n@@ ... @@\n..." ; secrets masked. */
+  diff: string;
+}
+
+const KEY = /^\s*([^=:#;\s][^=:]*?)\s*([=:])/;
+
+function keyOf(line: string): { key: string; sep: string; prefix: string } | undefined {
+  const m = KEY.exec(line);
+  if (!m || m[1] === undefined || m[2] === undefined) return undefined;
+  return { key: m[1], sep: m[2], prefix: line.slice(0, m.index + m[0].length) };
+}
+
+function secretKeys(lines: readonly string[], secrets: Set<string>): Set<string> {
+  const keys = new Set<string>();
+  for (const line of lines) {
+    if (maskSecrets(line, secrets) === line) continue;
+    const k = keyOf(line);
+    if (k) keys.add(k.key);
+  }
+  return keys;
+}
+
+function maskOp(op: LineOp, secrets: Set<string>, keys: Set<string>): LineOp {
+  let text = maskSecrets(op.text, secrets);
+  if (op.kind === '-' && text === op.text) {
+    const k = keyOf(op.text);
+    if (k && keys.has(k.key)) text = `${k.prefix} ${MASK}`;
+  }
+  return { kind: op.kind, text };
+}
+
+export function diffConfigs(
+  oldFiles: Map<string, string> | undefined,
+  newFiles: Map<string, string>,
+  secretValues: Set<string>,
+): FileDiff[] {
+  const old = oldFiles ?? new Map<string, string>();
+  const paths = [...new Set([...old.keys(), ...newFiles.keys()])].sort();
+  const out: FileDiff[] = [];
+  for (const path of paths) {
+    const before = old.get(path);
+    const after = newFiles.get(path);
+    if (before === after) continue;
+    if (after === undefined) {
+      const n = splitLines(before ?? '').length;
+      out.push({
+        path,
+        change: 'removed',
+        diff: `--- a/${path}\n+++ /dev/null\n(removed, ${n} lines; content not shown)\n`,
+      });
+      continue;
+    }
+    const newLines = splitLines(after);
+    const oldLines = before === undefined ? [] : splitLines(before);
+    const keys = secretKeys(newLines, secretValues);
+    const ops = diffLines(oldLines, newLines).map((op) => maskOp(op, secretValues, keys));
+    const header = [before === undefined ? '--- /dev/null' : `--- a/${path}`, `+++ b/${path}`];
+    const hunks = formatHunks(ops);
+    if (hunks.length === 0) hunks.push('(only the trailing newline differs)');
+    out.push({
+      path,
+      change: before === undefined ? 'added' : 'modified',
+      diff: `${[...header, ...hunks].join('\n')}\n`,
+    });
+  }
+  return out;
+}
