@@ -90,6 +90,8 @@ export const ERRORS = {
   // kube / fleet
   KUBE_UNAVAILABLE: { status: 503, summary: 'The Kubernetes API server does not answer.' },
   LEASE_CONFLICT: { status: 409, summary: 'A fleet upgrade slot was taken by another node first.' },
+  KUBE_REJECTED: { status: 502, summary: 'The Kubernetes API server refused a request (RBAC, validation).' },
+  KUBE_GONE: { status: 410, summary: 'A Kubernetes watch resourceVersion expired; the watcher re-lists.' },
 
   INTERNAL: { status: 500, summary: 'A bug: an unexpected error inside spcd.' },
 } as const satisfies Record<string, ErrorDef>;

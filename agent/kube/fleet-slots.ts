@@ -1,0 +1,224 @@
+/**
+ * FleetSlots: at most N nodes upgrade at once. Each slot is a Lease
+ * `<prefix><i>` in coordination.k8s.io/v1; a node holds a slot while its
+ * holderIdentity is the node's name and renewTime + leaseDurationSeconds is in
+ * the future. Slots change hands only through the API server's optimistic
+ * concurrency: create (409 AlreadyExists = someone else made it) and update
+ * with the resourceVersion we read (409 Conflict = we lost the race).
+ */
+import { V1MicroTime, type V1Lease } from '@kubernetes/client-node';
+import { SpcdError, isSpcdError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Clock } from '../model/clock.js';
+import type { KubeApi } from './client.js';
+import { fromMicroTime } from './lease-time.js';
+
+export const SLOT_LABEL = 'spcd.openstack.org/upgrade-slot';
+
+export interface FleetSlotsDeps {
+  readonly api: KubeApi;
+  readonly namespace: string;
+  /** This node's identity in holderIdentity (the Node name). */
+  readonly holder: string;
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** [0,1) source for where a pass starts; injectable for tests. */
+  readonly random?: () => number;
+}
+
+export interface FleetSlotsOptions {
+  /** N: how many nodes may upgrade at once. */
+  readonly slots: number;
+  readonly leaseDurationSeconds: number;
+  /** How often a holder renews; default a third of the lease duration. */
+  readonly renewIntervalMs?: number;
+  readonly prefix?: string;
+}
+
+export interface SlotView {
+  readonly name: string;
+  readonly holder: string | null;
+  readonly renewedAt: number | null;
+  readonly expiresAt: number | null;
+  readonly expired: boolean;
+}
+
+export type SlotState = 'held' | 'lost' | 'released';
+
+export class SlotHandle {
+  state: SlotState = 'held';
+  constructor(
+    readonly name: string,
+    public lease: V1Lease,
+    readonly acquiredAt: number,
+  ) {}
+}
+
+export class FleetSlots {
+  readonly slots: number;
+  readonly leaseDurationSeconds: number;
+  readonly renewIntervalMs: number;
+  private readonly prefix: string;
+  private readonly random: () => number;
+
+  constructor(
+    private readonly deps: FleetSlotsDeps,
+    opts: FleetSlotsOptions,
+  ) {
+    if (!Number.isInteger(opts.slots) || opts.slots < 1)
+      throw new SpcdError('SETTINGS_INVALID', `fleet slots must be a positive integer, got ${opts.slots}`);
+    if (!(opts.leaseDurationSeconds >= 1) || !Number.isInteger(opts.leaseDurationSeconds))
+      throw new SpcdError('SETTINGS_INVALID', 'leaseDurationSeconds must be an integer >= 1');
+    this.slots = opts.slots;
+    this.leaseDurationSeconds = opts.leaseDurationSeconds;
+    this.renewIntervalMs = opts.renewIntervalMs ?? Math.floor((opts.leaseDurationSeconds * 1000) / 3);
+    this.prefix = opts.prefix ?? 'spcd-upgrade-slot-';
+    this.random = deps.random ?? Math.random;
+  }
+
+  slotName(i: number): string {
+    return `${this.prefix}${i}`;
+  }
+
+  /** When a lease stops counting as held, by this node's clock; undefined when free. */
+  private expiresAt(lease: V1Lease): number | undefined {
+    const holder = lease.spec?.holderIdentity;
+    if (!holder) return undefined;
+    const renewed = fromMicroTime(lease.spec?.renewTime) ?? fromMicroTime(lease.spec?.acquireTime);
+    if (renewed === undefined) return undefined;
+    const dur = lease.spec?.leaseDurationSeconds ?? this.leaseDurationSeconds;
+    return renewed + dur * 1000;
+  }
+
+  private isHeldByOther(lease: V1Lease, now: number): boolean {
+    const holder = lease.spec?.holderIdentity;
+    if (!holder || holder === this.deps.holder) return false;
+    const exp = this.expiresAt(lease);
+    return exp !== undefined && exp > now;
+  }
+
+  private taken(lease: V1Lease | undefined, name: string, now: number): V1Lease {
+    const prev = lease?.spec;
+    const changed = prev?.holderIdentity !== this.deps.holder;
+    return {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name,
+        namespace: this.deps.namespace,
+        labels: { ...(lease?.metadata?.labels ?? {}), [SLOT_LABEL]: 'true' },
+        ...(lease?.metadata?.resourceVersion ? { resourceVersion: lease.metadata.resourceVersion } : {}),
+      },
+      spec: {
+        holderIdentity: this.deps.holder,
+        leaseDurationSeconds: this.leaseDurationSeconds,
+        acquireTime: changed ? new V1MicroTime(now) : (prev?.acquireTime ?? new V1MicroTime(now)),
+        renewTime: new V1MicroTime(now),
+        leaseTransitions: (prev?.leaseTransitions ?? 0) + (lease && changed ? 1 : 0),
+      },
+    };
+  }
+
+  /**
+   * One pass over the slots. Resolves a handle, or undefined when every slot
+   * is held by another live node. Rejects KUBE_UNAVAILABLE when the API server
+   * does not answer: then no upgrade may start.
+   */
+  async acquire(): Promise<SlotHandle | undefined> {
+    const { api, namespace, log } = this.deps;
+    const list = await api.listLeases(namespace, `${SLOT_LABEL}=true`);
+    const byName = new Map<string, V1Lease>();
+    for (const l of list.items) if (l.metadata?.name) byName.set(l.metadata.name, l);
+    const start = Math.floor(this.random() * this.slots);
+    for (let k = 0; k < this.slots; k++) {
+      const name = this.slotName((start + k) % this.slots);
+      const now = this.deps.clock.now();
+      const seen = byName.get(name);
+      try {
+        if (!seen) {
+          const created = await api.createLease(namespace, this.taken(undefined, name, now));
+          log.info({ slot: name }, 'fleet slot created and taken');
+          return new SlotHandle(name, created, now);
+        }
+        if (this.isHeldByOther(seen, now)) continue;
+        const got = await api.replaceLease(namespace, name, this.taken(seen, name, now));
+        log.info({ slot: name, previous: seen.spec?.holderIdentity ?? null }, 'fleet slot taken');
+        return new SlotHandle(name, got, now);
+      } catch (err) {
+        // 409: another node created or updated it first; try the next slot.
+        if (isSpcdError(err, 'LEASE_CONFLICT')) continue;
+        throw err;
+      }
+    }
+    return undefined;
+  }
+
+  /** Pushes renewTime forward. Marks the handle lost when another node holds the slot now. */
+  async renew(h: SlotHandle): Promise<void> {
+    if (h.state !== 'held') return;
+    const { api, namespace, log } = this.deps;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const now = this.deps.clock.now();
+      try {
+        h.lease = await api.replaceLease(namespace, h.name, this.taken(h.lease, h.name, now));
+        return;
+      } catch (err) {
+        if (!isSpcdError(err, 'LEASE_CONFLICT')) throw err;
+        const current = await api.readLease(namespace, h.name);
+        if (current.spec?.holderIdentity !== this.deps.holder) {
+          h.state = 'lost';
+          log.warn({ slot: h.name, holder: current.spec?.holderIdentity ?? null }, 'fleet slot lost');
+          return;
+        }
+        h.lease = current; // still ours (e.g. a renew whose answer we missed): retry with its RV
+      }
+    }
+  }
+
+  /** Clears holderIdentity so the next node needs no expiry wait. Never throws on a lost slot. */
+  async release(h: SlotHandle): Promise<void> {
+    if (h.state !== 'held') return;
+    const { api, namespace, log } = this.deps;
+    let lease = h.lease;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (lease.spec?.holderIdentity !== this.deps.holder) break;
+      const body: V1Lease = {
+        apiVersion: 'coordination.k8s.io/v1',
+        kind: 'Lease',
+        metadata: { ...lease.metadata },
+        spec: {
+          leaseDurationSeconds: lease.spec?.leaseDurationSeconds ?? this.leaseDurationSeconds,
+          leaseTransitions: lease.spec?.leaseTransitions ?? 0,
+        },
+      };
+      try {
+        h.lease = await api.replaceLease(namespace, h.name, body);
+        h.state = 'released';
+        log.info({ slot: h.name }, 'fleet slot released');
+        return;
+      } catch (err) {
+        if (!isSpcdError(err, 'LEASE_CONFLICT')) throw err;
+        lease = await api.readLease(namespace, h.name);
+      }
+    }
+    h.state = 'lost';
+  }
+
+  /** Who holds what, by this node's clock. */
+  async snapshot(): Promise<SlotView[]> {
+    const list = await this.deps.api.listLeases(this.deps.namespace, `${SLOT_LABEL}=true`);
+    const now = this.deps.clock.now();
+    return list.items
+      .map((l) => {
+        const exp = this.expiresAt(l) ?? null;
+        return {
+          name: l.metadata?.name ?? '',
+          holder: l.spec?.holderIdentity || null,
+          renewedAt: fromMicroTime(l.spec?.renewTime) ?? null,
+          expiresAt: exp,
+          expired: exp !== null && exp <= now,
+        };
+      })
+      .sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }));
+  }
+}

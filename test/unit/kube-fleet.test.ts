@@ -1,0 +1,169 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isSpcdError } from '../../agent/errors.js';
+import { KubeClient } from '../../agent/kube/client.js';
+import { FleetSlots, SLOT_LABEL } from '../../agent/kube/fleet-slots.js';
+import { runFleetUpgrade } from '../../agent/kube/fleet-upgrade.js';
+import { silentLogger } from '../../agent/log.js';
+import { systemClock } from '../../agent/model/clock.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { FakeKubeServer } from '../support/kube-server.js';
+
+const NS = 'spcd-system';
+const log = silentLogger();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(cond: () => boolean, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}
+
+describe('fleet upgrade slots over Leases (real client-node, in-test API server)', () => {
+  const server = new FakeKubeServer();
+  let api: () => KubeClient;
+
+  beforeAll(async () => {
+    await server.start();
+    api = () => new KubeClient(server.kubeConfig(NS).kc, { callTimeoutMs: 2000 });
+  });
+  afterAll(() => server.stop());
+
+  it('50 agents with N = 2: never more than 2 upgrade at once, all end at the new generation', async () => {
+    const prefix = 'fleet50-slot-';
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const generation = new Map<string, number>();
+    const agents = Array.from({ length: 50 }, (_, i) => `compute-${String(i).padStart(2, '0')}`);
+    for (const n of agents) generation.set(n, 1);
+
+    await Promise.all(
+      agents.map(async (node) => {
+        const slots = new FleetSlots(
+          { api: api(), namespace: NS, holder: node, clock: systemClock, log },
+          { slots: 2, leaseDurationSeconds: 2, renewIntervalMs: 300, prefix },
+        );
+        await runFleetUpgrade(
+          slots,
+          async () => {
+            inFlight++;
+            maxInFlight = Math.max(maxInFlight, inFlight);
+            await sleep(15 + Math.floor(Math.random() * 15));
+            generation.set(node, 2);
+            inFlight--;
+          },
+          { clock: systemClock, log, retryMs: 60 },
+        );
+      }),
+    );
+
+    expect(maxInFlight).toBeLessThanOrEqual(2);
+    expect(maxInFlight).toBe(2);
+    expect([...generation.values()].every((g) => g === 2)).toBe(true);
+    const leases = server.list('leases', NS).filter((l) => String(l.metadata.name).startsWith(prefix));
+    expect(leases.map((l) => l.metadata.name).sort()).toEqual([`${prefix}0`, `${prefix}1`]);
+    // every slot was released at the end
+    for (const l of leases) expect((l.spec as { holderIdentity?: string }).holderIdentity).toBeUndefined();
+    // the race was real: some creates or updates lost with 409
+    const conflicts = server.calls.filter((c) => c.resource === 'leases' && c.status === 409);
+    expect(conflicts.length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('a holder that dies (stops renewing, never releases) frees its slot only after expiry', async () => {
+    const clock = new FakeClock();
+    const prefix = 'dead-slot-';
+    const mk = (holder: string) =>
+      new FleetSlots(
+        { api: api(), namespace: NS, holder, clock, log },
+        { slots: 1, leaseDurationSeconds: 30, prefix },
+      );
+    const dead = await mk('node-dead').acquire();
+    expect(dead?.name).toBe(`${prefix}0`);
+    const other = mk('node-alive');
+    expect(await other.acquire()).toBeUndefined();
+    clock.advance(29_999);
+    expect(await other.acquire()).toBeUndefined();
+    clock.advance(2);
+    const h = await other.acquire();
+    expect(h?.name).toBe(`${prefix}0`);
+    const lease = server.get('leases', NS, `${prefix}0`)!;
+    expect(lease.spec).toMatchObject({ holderIdentity: 'node-alive', leaseTransitions: 1 });
+    expect(lease.metadata.labels).toMatchObject({ [SLOT_LABEL]: 'true' });
+    // the dead node, were it to come back, cannot renew a slot it lost
+    await mk('node-dead').renew(dead!);
+    expect(dead!.state).toBe('lost');
+  });
+
+  it('renewal keeps the slot while a long local upgrade runs', async () => {
+    const prefix = 'renew-slot-';
+    const mk = (holder: string) =>
+      new FleetSlots(
+        { api: api(), namespace: NS, holder, clock: systemClock, log },
+        { slots: 1, leaseDurationSeconds: 1, renewIntervalMs: 250, prefix },
+      );
+    let aDone = false;
+    let bTookDuringA = false;
+    const a = runFleetUpgrade(
+      mk('node-a'),
+      async () => {
+        await sleep(2500); // 2.5 lease durations
+        aDone = true;
+      },
+      { clock: systemClock, log, retryMs: 50 },
+    );
+    await waitFor(() => server.get('leases', NS, `${prefix}0`) !== undefined, 5000);
+    const b = mk('node-b');
+    while (!aDone) {
+      const h = await b.acquire();
+      if (h && !aDone) bTookDuringA = true;
+      if (h) break;
+      await sleep(100);
+    }
+    await a;
+    expect(bTookDuringA).toBe(false);
+  }, 15_000);
+
+  it('releases the slot when the local upgrade fails, and passes the failure on', async () => {
+    const prefix = 'fail-slot-';
+    const slots = new FleetSlots(
+      { api: api(), namespace: NS, holder: 'node-f', clock: systemClock, log },
+      { slots: 1, leaseDurationSeconds: 60, prefix },
+    );
+    await expect(
+      runFleetUpgrade(
+        slots,
+        async () => {
+          throw new Error('health gate failed');
+        },
+        { clock: systemClock, log },
+      ),
+    ).rejects.toThrow('health gate failed');
+    const lease = server.get('leases', NS, `${prefix}0`)!;
+    expect((lease.spec as { holderIdentity?: string }).holderIdentity).toBeUndefined();
+    const view = await slots.snapshot();
+    expect(view.find((v) => v.name === `${prefix}0`)?.holder).toBeNull();
+  });
+
+  it('with the API server unreachable no upgrade starts (KUBE_UNAVAILABLE)', async () => {
+    const slots = new FleetSlots(
+      { api: api(), namespace: NS, holder: 'node-u', clock: systemClock, log },
+      { slots: 2, leaseDurationSeconds: 10, prefix: 'down-slot-' },
+    );
+    let started = false;
+    server.unavailable = true;
+    try {
+      const err = await runFleetUpgrade(
+        slots,
+        async () => {
+          started = true;
+        },
+        { clock: systemClock, log, retryMs: 10 },
+      ).catch((e: unknown) => e);
+      expect(isSpcdError(err, 'KUBE_UNAVAILABLE')).toBe(true);
+    } finally {
+      server.unavailable = false;
+    }
+    expect(started).toBe(false);
+  });
+});
