@@ -44,7 +44,12 @@ export interface CheckTemplate {
 export type CheckLibrary = ReadonlyMap<string, CheckTemplate>;
 
 /** Validates one library template (its fields, with the template's name). */
-export function validateTemplate(r: Reader, name: string, raw: unknown, where: Where): CheckTemplate | undefined {
+export function validateTemplate(
+  r: Reader,
+  name: string,
+  raw: unknown,
+  where: Where,
+): CheckTemplate | undefined {
   const m = r.mapping(raw, where, TEMPLATE_KEYS);
   if (!m) return undefined;
   const before = r.problems.count;
@@ -67,7 +72,10 @@ export function validateCheck(
       r.fail(where, 'name is required (or use a library check with use)');
       return undefined;
     }
-    const name = r.string(m.name, r.child(m, 'name', where), { pattern: CHECK_NAME, what: 'a check name ([a-z0-9][a-z0-9_.-]*)' });
+    const name = r.string(m.name, r.child(m, 'name', where), {
+      pattern: CHECK_NAME,
+      what: 'a check name ([a-z0-9][a-z0-9_.-]*)',
+    });
     return name === undefined ? undefined : validateFields(r, name, m, where);
   }
 
@@ -88,7 +96,10 @@ export function validateCheck(
   if (!merged) return undefined;
   let name = use;
   if (m.name !== undefined) {
-    const n = r.string(m.name, r.child(m, 'name', where), { pattern: CHECK_NAME, what: 'a check name ([a-z0-9][a-z0-9_.-]*)' });
+    const n = r.string(m.name, r.child(m, 'name', where), {
+      pattern: CHECK_NAME,
+      what: 'a check name ([a-z0-9][a-z0-9_.-]*)',
+    });
     if (n === undefined) return undefined;
     name = n;
   }
@@ -150,9 +161,12 @@ function validateFields(r: Reader, name: string, m: Mapping, where: Where): Chec
 
   const probe = readProbe(r, m, where);
   const schedule = readSchedule(r, m, where);
-  const timeoutMs = m.timeout === undefined ? CHECK_DEFAULTS.timeoutMs : r.duration(m.timeout, at('timeout'), 1);
+  const timeoutMs =
+    m.timeout === undefined ? CHECK_DEFAULTS.timeoutMs : r.duration(m.timeout, at('timeout'), 1);
   const startPeriodMs =
-    m.start_period === undefined ? CHECK_DEFAULTS.startPeriodMs : r.duration(m.start_period, at('start_period'), 0);
+    m.start_period === undefined
+      ? CHECK_DEFAULTS.startPeriodMs
+      : r.duration(m.start_period, at('start_period'), 0);
   const failureThreshold =
     m.failure_threshold === undefined
       ? CHECK_DEFAULTS.failureThreshold
@@ -163,10 +177,15 @@ function validateFields(r: Reader, name: string, m: Mapping, where: Where): Chec
       : r.integer(m.success_threshold, at('success_threshold'), 1, 1000);
   const action = m.action === undefined ? CHECK_DEFAULTS.action : r.oneOf(m.action, at('action'), ACTIONS);
   const maxOutputBytes =
-    m.max_output === undefined ? CHECK_DEFAULTS.maxOutputBytes : r.size(m.max_output, at('max_output'), 0, MAX_CHECK_OUTPUT);
+    m.max_output === undefined
+      ? CHECK_DEFAULTS.maxOutputBytes
+      : r.size(m.max_output, at('max_output'), 0, MAX_CHECK_OUTPUT);
 
   if (schedule?.kind === 'interval' && timeoutMs !== undefined && timeoutMs >= schedule.intervalMs) {
-    r.fail(m.timeout === undefined ? at('interval') : at('timeout'), `timeout (${timeoutMs} ms) must be shorter than interval (${schedule.intervalMs} ms)`);
+    r.fail(
+      m.timeout === undefined ? at('interval') : at('timeout'),
+      `timeout (${timeoutMs} ms) must be shorter than interval (${schedule.intervalMs} ms)`,
+    );
     return undefined;
   }
   if (
@@ -182,7 +201,17 @@ function validateFields(r: Reader, name: string, m: Mapping, where: Where): Chec
   ) {
     return undefined;
   }
-  return { name, probe, schedule, timeoutMs, startPeriodMs, failureThreshold, successThreshold, action, maxOutputBytes };
+  return {
+    name,
+    probe,
+    schedule,
+    timeoutMs,
+    startPeriodMs,
+    failureThreshold,
+    successThreshold,
+    action,
+    maxOutputBytes,
+  };
 }
 
 function readProbe(r: Reader, m: Mapping, where: Where): CheckProbe | undefined {
@@ -282,6 +311,7 @@ function readSchedule(r: Reader, m: Mapping, where: Where): CheckSchedule | unde
     }
     return { kind: 'cron', expression };
   }
-  const intervalMs = m.interval === undefined ? CHECK_DEFAULTS.intervalMs : r.duration(m.interval, at('interval'), 1000);
+  const intervalMs =
+    m.interval === undefined ? CHECK_DEFAULTS.intervalMs : r.duration(m.interval, at('interval'), 1000);
   return intervalMs === undefined ? undefined : { kind: 'interval', intervalMs };
 }

@@ -157,7 +157,12 @@ export interface ContainerContext {
   readonly library: CheckLibrary | undefined;
 }
 
-export function validateContainer(r: Reader, raw: unknown, where: Where, ctx: ContainerContext): ContainerSpec | undefined {
+export function validateContainer(
+  r: Reader,
+  raw: unknown,
+  where: Where,
+  ctx: ContainerContext,
+): ContainerSpec | undefined {
   const m = r.mapping(raw, where, CONTAINER_KEYS);
   if (!m) return undefined;
   const before = r.problems.count;
@@ -180,7 +185,8 @@ export function validateContainer(r: Reader, raw: unknown, where: Where, ctx: Co
   const privileged = opt('privileged', (v, w) => r.boolean(v, w)) ?? CONTAINER_DEFAULTS.privileged;
   const pid = opt('pid', (v, w) => r.oneOf(v, w, ['host', 'private'] as const)) ?? CONTAINER_DEFAULTS.pid;
   const network = opt('network', (v, w) => readNetwork(r, v, w)) ?? CONTAINER_DEFAULTS.network;
-  const ipc = opt('ipc', (v, w) => r.oneOf(v, w, ['host', 'private', 'shareable'] as const)) ?? CONTAINER_DEFAULTS.ipc;
+  const ipc =
+    opt('ipc', (v, w) => r.oneOf(v, w, ['host', 'private', 'shareable'] as const)) ?? CONTAINER_DEFAULTS.ipc;
   const uts = opt('uts', (v, w) => r.oneOf(v, w, ['host', 'private'] as const)) ?? CONTAINER_DEFAULTS.uts;
   const cgroupns =
     opt('cgroupns', (v, w) => r.oneOf(v, w, ['host', 'private'] as const)) ?? CONTAINER_DEFAULTS.cgroupns;
@@ -190,8 +196,9 @@ export function validateContainer(r: Reader, raw: unknown, where: Where, ctx: Co
   const securityOpt = opt('security_opt', (v, w) => r.strings(v, w)) ?? [];
   const ulimits = opt('ulimits', (v, w) => readUlimits(r, v, w)) ?? [];
   const sysctls =
-    opt('sysctls', (v, w) => r.textMap(v, w, { pattern: SYSCTL_KEY, what: 'a sysctl name (e.g. net.ipv4.ip_forward)' })) ??
-    {};
+    opt('sysctls', (v, w) =>
+      r.textMap(v, w, { pattern: SYSCTL_KEY, what: 'a sysctl name (e.g. net.ipv4.ip_forward)' }),
+    ) ?? {};
   const memoryBytes = opt('memory', (v, w) => r.size(v, w, MIN_MEMORY));
   const shmSizeBytes = opt('shm_size', (v, w) => r.size(v, w, 1));
   const init = opt('init', (v, w) => r.boolean(v, w)) ?? CONTAINER_DEFAULTS.init;
@@ -209,14 +216,22 @@ export function validateContainer(r: Reader, raw: unknown, where: Where, ctx: Co
   const stopSignal =
     opt('stop_signal', (v, w) => r.string(v, w, { pattern: SIGNAL, what: 'a signal name like SIGTERM' })) ??
     CONTAINER_DEFAULTS.stopSignal;
-  const stopGraceMs = opt('stop_grace_period', (v, w) => r.duration(v, w, 0)) ?? CONTAINER_DEFAULTS.stopGraceMs;
+  const stopGraceMs =
+    opt('stop_grace_period', (v, w) => r.duration(v, w, 0)) ?? CONTAINER_DEFAULTS.stopGraceMs;
   const dependsOn = opt('depends_on', (v, w) => readDependsOn(r, v, w, ctx)) ?? [];
-  const role = opt('role', (v, w) => r.oneOf(v, w, ['service', 'hypervisor'] as const)) ?? CONTAINER_DEFAULTS.role;
+  const role =
+    opt('role', (v, w) => r.oneOf(v, w, ['service', 'hypervisor'] as const)) ?? CONTAINER_DEFAULTS.role;
   const healthchecks = opt('healthchecks', (v, w) => readChecks(r, v, w, ctx.library)) ?? [];
   const config = opt('config', (v, w) => readConfig(r, v, w)) ?? [];
   const bootstrap = opt('bootstrap', (v, w) => readBootstrap(r, v, w)) ?? [];
 
-  if (r.problems.count !== before || image === undefined || !mounts.binds || !mounts.tmpfs || !mounts.devices) {
+  if (
+    r.problems.count !== before ||
+    image === undefined ||
+    !mounts.binds ||
+    !mounts.tmpfs ||
+    !mounts.devices
+  ) {
     return undefined;
   }
   return {
@@ -347,7 +362,12 @@ function readDependsOn(r: Reader, v: unknown, w: Where, ctx: ContainerContext): 
   return ok ? list : undefined;
 }
 
-function readChecks(r: Reader, v: unknown, w: Where, library: CheckLibrary | undefined): CheckSpec[] | undefined {
+function readChecks(
+  r: Reader,
+  v: unknown,
+  w: Where,
+  library: CheckLibrary | undefined,
+): CheckSpec[] | undefined {
   const cr = r.withCode('CHECK_INVALID');
   const list = cr.list(v, w);
   if (!list) return undefined;
@@ -393,10 +413,12 @@ function readConfig(r: Reader, v: unknown, w: Where): ConfigFileSpec[] | undefin
     const m = r.mapping(item, iw, CONFIG_KEYS);
     if (!m) return;
     const at = (k: string): Where => r.child(m, k, iw);
-    for (const k of ['template', 'dest', 'container_path'] as const) if (m[k] === undefined) r.fail(iw, `${k} is required`);
+    for (const k of ['template', 'dest', 'container_path'] as const)
+      if (m[k] === undefined) r.fail(iw, `${k} is required`);
     const template = m.template === undefined ? undefined : r.relPath(m.template, at('template'));
     const dest = m.dest === undefined ? undefined : r.relPath(m.dest, at('dest'));
-    const containerPath = m.container_path === undefined ? undefined : r.absPath(m.container_path, at('container_path'));
+    const containerPath =
+      m.container_path === undefined ? undefined : r.absPath(m.container_path, at('container_path'));
     const owner =
       m.owner === undefined
         ? CONTAINER_DEFAULTS.configOwner
@@ -411,7 +433,12 @@ function readConfig(r: Reader, v: unknown, w: Where): ConfigFileSpec[] | undefin
         if (mode !== undefined) mode = mode.padStart(4, '0');
       }
     }
-    const format = m.format === undefined ? (dest ? formatFromName(dest) : 'text') : r.oneOf(m.format, at('format'), FORMATS);
+    const format =
+      m.format === undefined
+        ? dest
+          ? formatFromName(dest)
+          : 'text'
+        : r.oneOf(m.format, at('format'), FORMATS);
     if (!template || !dest || !containerPath || !owner || !mode || !format) return;
     const firstDest = dests.get(dest);
     if (firstDest !== undefined) {
@@ -444,9 +471,15 @@ function readBootstrap(r: Reader, v: unknown, w: Where): BootstrapTaskSpec[] | u
     if (m.name === undefined) r.fail(iw, 'name is required');
     if (m.command === undefined) r.fail(iw, 'command is required');
     const name =
-      m.name === undefined ? undefined : r.string(m.name, at('name'), { pattern: CHECK_NAME, what: 'a task name ([a-z0-9][a-z0-9_.-]*)' });
-    const command = m.command === undefined ? undefined : r.strings(m.command, at('command'), { nonEmpty: true });
-    const timeoutMs = m.timeout === undefined ? CONTAINER_DEFAULTS.bootstrapTimeoutMs : r.duration(m.timeout, at('timeout'), 1);
+      m.name === undefined
+        ? undefined
+        : r.string(m.name, at('name'), { pattern: CHECK_NAME, what: 'a task name ([a-z0-9][a-z0-9_.-]*)' });
+    const command =
+      m.command === undefined ? undefined : r.strings(m.command, at('command'), { nonEmpty: true });
+    const timeoutMs =
+      m.timeout === undefined
+        ? CONTAINER_DEFAULTS.bootstrapTimeoutMs
+        : r.duration(m.timeout, at('timeout'), 1);
     let acceptExitCodes: number[] | undefined = [0];
     if (m.accept_exit_codes !== undefined) {
       const cw = at('accept_exit_codes');

@@ -31,14 +31,21 @@ export async function loadDesired(opts: LoadOptions): Promise<DesiredState> {
   const first = problems[0];
   if (first || !desired) {
     const code: ErrorCode = first?.code ?? 'INTERNAL';
-    const more = problems.length > 1 ? ` (and ${problems.length - 1} more problem${problems.length > 2 ? 's' : ''})` : '';
-    throw new SpcdError(code, first ? `${formatProblem(first)}${more}` : 'definitions did not load', { problems });
+    const more =
+      problems.length > 1
+        ? ` (and ${problems.length - 1} more problem${problems.length > 2 ? 's' : ''})`
+        : '';
+    throw new SpcdError(code, first ? `${formatProblem(first)}${more}` : 'definitions did not load', {
+      problems,
+    });
   }
   return desired;
 }
 
 /** Reads and validates every file; never throws for bad input, returns desired only when there are no problems. */
-export async function validateDir(opts: LoadOptions): Promise<{ desired?: DesiredState; problems: SpecProblem[] }> {
+export async function validateDir(
+  opts: LoadOptions,
+): Promise<{ desired?: DesiredState; problems: SpecProblem[] }> {
   const maxBytes = opts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
   const problems = new Problems();
   const loc = new Locator();
@@ -90,7 +97,8 @@ export async function validateDir(opts: LoadOptions): Promise<{ desired?: Desire
     }
   }
 
-  if (problems.count > 0 || !overridesOk || files === undefined) return { problems: byFileAndLine(problems.list) };
+  if (problems.count > 0 || !overridesOk || files === undefined)
+    return { problems: byFileAndLine(problems.list) };
   const desired: DesiredState = {
     sets,
     ...(overrides?.values ? { hostValues: overrides.values } : {}),
@@ -146,7 +154,12 @@ async function listSetFiles(dir: string, problems: Problems): Promise<string[] |
 type ReadResult = { ok: true; value: unknown } | { ok: false };
 
 /** stat (size cap) -> read -> parse; every failure becomes a problem. */
-async function readYamlFile(file: string, maxBytes: number, loc: Locator, problems: Problems): Promise<ReadResult> {
+async function readYamlFile(
+  file: string,
+  maxBytes: number,
+  loc: Locator,
+  problems: Problems,
+): Promise<ReadResult> {
   const where = (line = 0): Where => ({ file, line, path: '' });
   let text: string;
   try {
@@ -189,7 +202,8 @@ async function readCapped(file: string, maxBytes: number): Promise<string> {
       const { bytesRead } = await fh.read(buf, total, buf.length - total, null);
       if (bytesRead === 0) break;
       total += bytesRead;
-      if (total > maxBytes) throw new SpcdError('SPEC_TOO_LARGE', `grew past the ${maxBytes}-byte cap while being read`);
+      if (total > maxBytes)
+        throw new SpcdError('SPEC_TOO_LARGE', `grew past the ${maxBytes}-byte cap while being read`);
     }
     try {
       return new TextDecoder('utf-8', { fatal: true }).decode(buf.subarray(0, total));

@@ -4,7 +4,14 @@ import type { Where } from './where.js';
 
 /** binds, tmpfs and devices: short strings or long mappings, returned sorted. */
 
-export const PROPAGATIONS: readonly Propagation[] = ['rprivate', 'private', 'rshared', 'shared', 'rslave', 'slave'];
+export const PROPAGATIONS: readonly Propagation[] = [
+  'rprivate',
+  'private',
+  'rshared',
+  'shared',
+  'rslave',
+  'slave',
+];
 const BIND_KEYS = ['source', 'target', 'read_only', 'propagation'] as const;
 const TMPFS_KEYS = ['target', 'options'] as const;
 const DEVICE_KEYS = ['host', 'container', 'permissions'] as const;
@@ -39,7 +46,10 @@ function parseBindShort(r: Reader, text: string, where: Where): BindMount | unde
         }
         propagation = opt as Propagation;
       } else {
-        r.fail(where, `unknown bind option ${JSON.stringify(opt)} (allowed: ro, rw, ${PROPAGATIONS.join(', ')})`);
+        r.fail(
+          where,
+          `unknown bind option ${JSON.stringify(opt)} (allowed: ro, rw, ${PROPAGATIONS.join(', ')})`,
+        );
         ok = false;
       }
     }
@@ -51,7 +61,10 @@ function parseBindShort(r: Reader, text: string, where: Where): BindMount | unde
 function parseBind(r: Reader, item: unknown, where: Where): BindMount | undefined {
   if (typeof item === 'string') return parseBindShort(r, item, where);
   if (!isMapping(item)) {
-    r.fail(where, 'must be a string "/source:/target[:options]" or a mapping {source, target, read_only, propagation}');
+    r.fail(
+      where,
+      'must be a string "/source:/target[:options]" or a mapping {source, target, read_only, propagation}',
+    );
     return undefined;
   }
   const m = r.mapping(item, where, BIND_KEYS);
@@ -62,7 +75,8 @@ function parseBind(r: Reader, item: unknown, where: Where): BindMount | undefine
   const source = m.source === undefined ? undefined : r.absPath(m.source, at('source'));
   const target = m.target === undefined ? undefined : r.absPath(m.target, at('target'));
   const readOnly = m.read_only === undefined ? false : r.boolean(m.read_only, at('read_only'));
-  const propagation = m.propagation === undefined ? undefined : r.oneOf(m.propagation, at('propagation'), PROPAGATIONS);
+  const propagation =
+    m.propagation === undefined ? undefined : r.oneOf(m.propagation, at('propagation'), PROPAGATIONS);
   if (source === undefined || target === undefined || readOnly === undefined) return undefined;
   if (m.propagation !== undefined && propagation === undefined) return undefined;
   return { source, target, readOnly, ...(propagation ? { propagation } : {}) };
@@ -116,7 +130,10 @@ function parseDevice(r: Reader, item: unknown, where: Where): DeviceMapping | un
     return host === undefined || container === undefined ? undefined : { host, container, permissions };
   }
   if (!isMapping(item)) {
-    r.fail(where, 'must be a string "/host[:/container[:permissions]]" or a mapping {host, container, permissions}');
+    r.fail(
+      where,
+      'must be a string "/host[:/container[:permissions]]" or a mapping {host, container, permissions}',
+    );
     return undefined;
   }
   const m = r.mapping(item, where, DEVICE_KEYS);

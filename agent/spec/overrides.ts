@@ -61,9 +61,17 @@ export function applyOverride(r: Reader, base: Mapping, baseWhere: Where, ov: Co
     if (v === null) {
       delete merged[k];
       keys.delete(k);
-    } else if (MERGED_FIELDS.includes(k) && isMapping(v) && (merged[k] === undefined || isMapping(merged[k]))) {
+    } else if (
+      MERGED_FIELDS.includes(k) &&
+      isMapping(v) &&
+      (merged[k] === undefined || isMapping(merged[k]))
+    ) {
       const baseWhereK = merged[k] === undefined ? undefined : r.child(base, k, baseWhere);
-      merged[k] = mergeMapping(r, merged[k] as Mapping | undefined, baseWhereK, v, { file: pos.file ?? ov.where.file, line: pos.line, path: pos.path ?? '' });
+      merged[k] = mergeMapping(r, merged[k] as Mapping | undefined, baseWhereK, v, {
+        file: pos.file ?? ov.where.file,
+        line: pos.line,
+        path: pos.path ?? '',
+      });
       keys.set(k, pos);
     } else {
       merged[k] = v;
@@ -75,7 +83,13 @@ export function applyOverride(r: Reader, base: Mapping, baseWhere: Where, ov: Co
 }
 
 /** Key-wise merge; a null value in `ov` deletes the key. */
-function mergeMapping(r: Reader, base: Mapping | undefined, baseWhere: Where | undefined, ov: Mapping, ovWhere: Where): Mapping {
+function mergeMapping(
+  r: Reader,
+  base: Mapping | undefined,
+  baseWhere: Where | undefined,
+  ov: Mapping,
+  ovWhere: Where,
+): Mapping {
   const out: Mapping = {};
   const keys = new Map<string, KeyPos>();
   if (base && baseWhere) {

@@ -83,7 +83,10 @@ export class Reader {
       return undefined;
     }
     if (opts.pattern && !opts.pattern.test(value)) {
-      this.fail(where, `${JSON.stringify(value)} is not ${opts.what ?? `a match for ${String(opts.pattern)}`}`);
+      this.fail(
+        where,
+        `${JSON.stringify(value)} is not ${opts.what ?? `a match for ${String(opts.pattern)}`}`,
+      );
       return undefined;
     }
     return value;
@@ -97,7 +100,13 @@ export class Reader {
       this.fail(where, `${JSON.stringify(s)} must be an absolute path`);
       return undefined;
     }
-    if (s !== '/' && s.slice(1).split('/').some((seg) => seg === '..' || seg === '.' || seg === '')) {
+    if (
+      s !== '/' &&
+      s
+        .slice(1)
+        .split('/')
+        .some((seg) => seg === '..' || seg === '.' || seg === '')
+    ) {
       this.fail(where, `${JSON.stringify(s)} must not contain "..", "." or empty segments, nor end in "/"`);
       return undefined;
     }
@@ -193,7 +202,8 @@ export class Reader {
     items.forEach((item, i) => {
       const w = this.child(items, i, where);
       if (typeof item !== 'string') {
-        const hint = typeof item === 'number' || typeof item === 'boolean' ? ` (quote it: "${String(item)}")` : '';
+        const hint =
+          typeof item === 'number' || typeof item === 'boolean' ? ` (quote it: "${String(item)}")` : '';
         this.fail(w, `must be a string, not ${typeName(item)}${hint}`);
         ok = false;
       } else out.push(item);

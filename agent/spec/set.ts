@@ -33,18 +33,29 @@ export function validateSetFile(r: Reader, raw: unknown, file: string, ctx: SetC
     r.fail(root, 'set is required (the set name)');
     return undefined;
   }
-  const name = r.string(m.set, r.child(m, 'set', root), { pattern: SET_NAME, what: 'a set name ([a-z0-9][a-z0-9_-]{0,62})' });
+  const name = r.string(m.set, r.child(m, 'set', root), {
+    pattern: SET_NAME,
+    what: 'a set name ([a-z0-9][a-z0-9_-]{0,62})',
+  });
   if (name === undefined) return undefined;
   return validateSetBody(r, m, root, name, name, ctx);
 }
 
-function validateSetBody(r: Reader, m: Mapping, where: Where, name: string, path: string, ctx: SetContext): SetSpec | undefined {
+function validateSetBody(
+  r: Reader,
+  m: Mapping,
+  where: Where,
+  name: string,
+  path: string,
+  ctx: SetContext,
+): SetSpec | undefined {
   const before = r.problems.count;
   const at = (k: string): Where => r.child(m, k, where);
 
   let description = '';
   if (m.description !== undefined) {
-    if (typeof m.description !== 'string') r.fail(at('description'), `must be a string, not ${typeof m.description}`);
+    if (typeof m.description !== 'string')
+      r.fail(at('description'), `must be a string, not ${typeof m.description}`);
     else description = m.description;
   }
   let defaults: Record<string, unknown> = {};
@@ -66,7 +77,10 @@ function validateSetBody(r: Reader, m: Mapping, where: Where, name: string, path
         }
         const first = ctx.containers.get(cname);
         if (first) {
-          r.fail(w, `container ${cname} is already defined at ${first.file}:${first.line} (container names are unique on the host)`);
+          r.fail(
+            w,
+            `container ${cname} is already defined at ${first.file}:${first.line} (container names are unique on the host)`,
+          );
           continue;
         }
         ctx.containers.set(cname, w);
@@ -78,7 +92,12 @@ function validateSetBody(r: Reader, m: Mapping, where: Where, name: string, path
           rawContainer = applyOverride(r, rawContainer, w, ov);
         }
         containerRaw.set(cname, rawContainer);
-        const spec = validateContainer(r, rawContainer, w, { name: cname, set: path, siblings, library: ctx.library });
+        const spec = validateContainer(r, rawContainer, w, {
+          name: cname,
+          set: path,
+          siblings,
+          library: ctx.library,
+        });
         if (spec) containers.push(spec);
       }
     }

@@ -31,9 +31,13 @@ describe('loading the good fixture', () => {
       source: `${GOOD}/compute.yaml:2`,
     });
     const neutron = findSet(desired.sets, 'compute/neutron')!;
-    expect(neutron).toMatchObject({ name: 'neutron', path: 'compute/neutron', source: `${GOOD}/compute.yaml:69` });
+    expect(neutron).toMatchObject({
+      name: 'neutron',
+      path: 'compute/neutron',
+      source: `${GOOD}/compute.yaml:81`,
+    });
     expect(neutron.containers.map((c) => [c.name, c.set, c.source])).toEqual([
-      ['neutron_ovs_agent', 'compute/neutron', `${GOOD}/compute.yaml:72`],
+      ['neutron_ovs_agent', 'compute/neutron', `${GOOD}/compute.yaml:84`],
     ]);
     expect(allContainers(desired.sets).map((c) => c.name)).toEqual([
       'nova_libvirt',
@@ -141,14 +145,32 @@ describe('loading the good fixture', () => {
     ]);
     expect(compute!.healthchecks.map((c) => [c.name, c.probe, c.schedule])).toEqual([
       ['proc', { kind: 'process', comm: 'nova-compute' }, { kind: 'cron', expression: '*/10 * * * * *' }],
-      ['api', { kind: 'http', url: 'http://127.0.0.1:8775/', expectStatus: [200, 204] }, { kind: 'interval', intervalMs: 10_000 }],
+      [
+        'api',
+        { kind: 'http', url: 'http://127.0.0.1:8775/', expectStatus: [200, 204] },
+        { kind: 'interval', intervalMs: 10_000 },
+      ],
       ['amqp', { kind: 'tcp', host: '127.0.0.1', port: 5672 }, { kind: 'interval', intervalMs: 10_000 }],
-      ['sh', { kind: 'exec', argv: ['/bin/sh', '-c', 'test -e /run/nova.pid'] }, { kind: 'interval', intervalMs: 10_000 }],
+      [
+        'sh',
+        { kind: 'exec', argv: ['/bin/sh', '-c', 'test -e /run/nova.pid'] },
+        { kind: 'interval', intervalMs: 10_000 },
+      ],
     ]);
     expect(compute!.dependsOn).toEqual(['nova_libvirt']);
     expect(compute!.bootstrap).toEqual([
-      { name: 'db_sync', command: ['nova-manage', 'db', 'sync'], timeoutMs: 300_000, acceptExitCodes: [0, 2] },
-      { name: 'cells', command: ['nova-manage', 'cell_v2', 'discover_hosts'], timeoutMs: 600_000, acceptExitCodes: [0] },
+      {
+        name: 'db_sync',
+        command: ['nova-manage', 'db', 'sync'],
+        timeoutMs: 300_000,
+        acceptExitCodes: [0, 2],
+      },
+      {
+        name: 'cells',
+        command: ['nova-manage', 'cell_v2', 'discover_hosts'],
+        timeoutMs: 600_000,
+        acceptExitCodes: [0],
+      },
     ]);
     const order = startOrder(compute ? [compute, libvirt!] : []);
     expect('order' in order && order.order.map((c) => c.name)).toEqual(['nova_libvirt', 'nova_compute']);
@@ -197,7 +219,9 @@ describe('defaults', () => {
   });
 
   it('fills check defaults', async () => {
-    const c = await loadOne('set: s\ncontainers:\n  web:\n    image: busybox\n    healthchecks: [{name: up, exec: [/bin/true]}]\n');
+    const c = await loadOne(
+      'set: s\ncontainers:\n  web:\n    image: busybox\n    healthchecks: [{name: up, exec: [/bin/true]}]\n',
+    );
     expect(c.healthchecks[0]).toEqual({
       name: 'up',
       probe: { kind: 'exec', argv: ['/bin/true'] },
@@ -220,7 +244,11 @@ describe('defaults', () => {
   });
 
   it('loads an empty directory as no sets, and ignores dot files and other extensions', async () => {
-    const dir = await writeDir({ '.hidden.yaml': 'not: valid: yaml: [', 'README.md': '# no', 'x.yaml.bak': 'junk' });
+    const dir = await writeDir({
+      '.hidden.yaml': 'not: valid: yaml: [',
+      'README.md': '# no',
+      'x.yaml.bak': 'junk',
+    });
     expect(await loadDesired({ setsDir: dir })).toEqual({ sets: [] });
   });
 });
@@ -241,9 +269,24 @@ describe('library templates', () => {
       ].join('\n'),
     );
     expect(c.healthchecks.map((h) => [h.name, h.probe, h.schedule, h.action])).toEqual([
-      ['amqp', { kind: 'exec', argv: ['/spcd/healthchecks/healthcheck_port', '5672'] }, { kind: 'interval', intervalMs: 30_000 }, 'stop'],
-      ['process', { kind: 'exec', argv: ['/spcd/healthchecks/healthcheck_process', 'nova-compute'] }, { kind: 'interval', intervalMs: 10_000 }, 'restart'],
-      ['direct', { kind: 'http', url: 'http://127.0.0.1/', expectStatus: [] }, { kind: 'interval', intervalMs: 10_000 }, 'restart'],
+      [
+        'amqp',
+        { kind: 'exec', argv: ['/spcd/healthchecks/healthcheck_port', '5672'] },
+        { kind: 'interval', intervalMs: 30_000 },
+        'stop',
+      ],
+      [
+        'process',
+        { kind: 'exec', argv: ['/spcd/healthchecks/healthcheck_process', 'nova-compute'] },
+        { kind: 'interval', intervalMs: 10_000 },
+        'restart',
+      ],
+      [
+        'direct',
+        { kind: 'http', url: 'http://127.0.0.1/', expectStatus: [] },
+        { kind: 'interval', intervalMs: 10_000 },
+        'restart',
+      ],
     ]);
   });
 
@@ -260,7 +303,9 @@ describe('library templates', () => {
       ].join('\n'),
     );
     expect(c.healthchecks.map((h) => (h.probe.kind === 'exec' ? h.probe.argv : []))).toEqual(
-      ['port', 'listen', 'socket', 'curl', 'process', 'filemod'].map((n) => [`/spcd/healthchecks/healthcheck_${n}`]),
+      ['port', 'listen', 'socket', 'curl', 'process', 'filemod'].map((n) => [
+        `/spcd/healthchecks/healthcheck_${n}`,
+      ]),
     );
   });
 });
@@ -330,9 +375,9 @@ describe('problems', () => {
         code: 'SPEC_INVALID',
       }),
     ).toBe('container-sets/compute.yaml:12: containers.nova_libvirt.pid: must be one of host, private');
-    expect(formatProblem({ file: 'x.yaml', line: 0, path: '', message: 'is empty', code: 'SPEC_INVALID' })).toBe(
-      'x.yaml: is empty',
-    );
+    expect(
+      formatProblem({ file: 'x.yaml', line: 0, path: '', message: 'is empty', code: 'SPEC_INVALID' }),
+    ).toBe('x.yaml: is empty');
   });
 
   it('collects every problem of every file in one pass', async () => {
