@@ -14,7 +14,10 @@ import type { SafeTemplateLoader } from './loader.js';
  * Filters for serialized formats:
  * - to_json(indent?): JSON.stringify; also the right way to put a scalar into
  *   a YAML file (JSON is YAML), since it quotes and escapes;
- * - to_yaml: js-yaml dump, no anchors, no line folding, trailing newline cut.
+ * - to_yaml: js-yaml dump, no anchors, no line folding, trailing newline cut;
+ * - conf_string: a double-quoted string for libvirt's own conf syntax
+ *   (libvirtd.conf, qemu.conf), which has no escapes: a value holding a
+ *   double quote or a line break is refused.
  */
 export function createEnvironment(loader: SafeTemplateLoader): nunjucks.Environment {
   const env = new nunjucks.Environment(loader, {
@@ -31,6 +34,14 @@ export function createEnvironment(loader: SafeTemplateLoader): nunjucks.Environm
   env.addFilter('to_yaml', (value: unknown) => {
     if (value === undefined) throw new Error('to_yaml: the value is undefined');
     return yaml.dump(value, { noRefs: true, lineWidth: -1 }).replace(/\n$/, '');
+  });
+  env.addFilter('conf_string', (value: unknown) => {
+    if (value === undefined || value === null) throw new Error('conf_string: the value is undefined');
+    const text = String(value);
+    // eslint-disable-next-line no-control-regex
+    if (/["\r\n\u0000]/.test(text))
+      throw new Error('conf_string: the value holds a double quote or a line break');
+    return `"${text}"`;
   });
   return env;
 }

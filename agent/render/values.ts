@@ -196,15 +196,23 @@ export function mergeValues(s: ValueSources): { values: Record<string, unknown>;
 
 /**
  * The secret VALUES to mask: every string or number leaf of the secrets tree,
- * as text. Booleans and null are not secrets worth masking (masking "true"
- * everywhere would hide every diff).
+ * as text, plus the forms the shipped filters turn it into (urlencode for a
+ * password in a URL, to_json's escaping) so the encoded form is masked too.
+ * Booleans and null are not secrets worth masking (masking "true" everywhere
+ * would hide every diff).
  */
 export function collectSecretValues(secrets: Record<string, unknown>, out = new Set<string>()): Set<string> {
+  const add = (text: string): void => {
+    if (text.length === 0) return;
+    out.add(text);
+    out.add(encodeURIComponent(text));
+    out.add(JSON.stringify(text).slice(1, -1));
+  };
   const walk = (v: unknown): void => {
     if (typeof v === 'string') {
-      if (v.length > 0) out.add(v);
+      add(v);
     } else if (typeof v === 'number') {
-      out.add(String(v));
+      add(String(v));
     } else if (Array.isArray(v)) {
       v.forEach(walk);
     } else if (isMapping(v)) {
