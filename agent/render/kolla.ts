@@ -79,7 +79,7 @@ export function kollaCommand(spec: Pick<ContainerSpec, 'name' | 'command'>): str
   return argv.join(' ');
 }
 
-/** config.json text: 4-space indent as kolla-ansible writes it, trailing newline. */
+/** config.json text: 2-space indent (prettier-stable, so fixtures stay byte-exact), trailing newline. */
 export function buildKollaConfigJson(
   spec: Pick<ContainerSpec, 'name' | 'command'>,
   files: readonly KollaFile[],
@@ -94,5 +94,5 @@ export function buildKollaConfigJson(
     })),
     permissions: [] as unknown[],
   };
-  return `${JSON.stringify(doc, null, 4)}\n`;
+  return `${JSON.stringify(doc, null, 2)}\n`;
 }
