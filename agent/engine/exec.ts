@@ -8,29 +8,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
-import { SpcdError, isSpcdError, type ErrorCode } from '../errors.js';
+import { SpcdError, isSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { mapEngineError } from './map-error.js';
 import type { ExecRequest, ExecResult } from './types.js';
 
 /** Deadline for each small engine call made here (create, inspect). */
 const CALL_DEADLINE_MS = 10_000;
 /** How long we keep checking that a killed process is gone. */
 const VERIFY_GONE_MS = 1_500;
-
-/** Map a dockerode/socket error to a SpcdError by statusCode or errno, never by text. */
-export function mapEngineError(err: unknown, what: string): SpcdError {
-  if (isSpcdError(err)) return err;
-  const e = err as { statusCode?: unknown; code?: unknown; name?: unknown; message?: unknown } | undefined;
-  const msg = `${what}: ${typeof e?.message === 'string' ? e.message : String(err)}`;
-  let code: ErrorCode = 'ENGINE_FAILED';
-  if (e?.code === 'ECONNREFUSED' || e?.code === 'ENOENT' || e?.code === 'EACCES') code = 'ENGINE_UNAVAILABLE';
-  else if (e?.name === 'AbortError' || e?.code === 'ABORT_ERR') code = 'ENGINE_TIMEOUT';
-  else if (e?.statusCode === 404) code = 'ENGINE_NOT_FOUND';
-  else if (e?.statusCode === 409) code = 'ENGINE_CONFLICT';
-  return new SpcdError(code, msg, typeof e?.statusCode === 'number' ? { statusCode: e.statusCode } : {}, {
-    cause: err,
-  });
-}
 
 /** Keeps the last `max` bytes of a byte stream. */
 class TailBuffer {

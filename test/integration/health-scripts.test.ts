@@ -1,0 +1,251 @@
+/**
+ * The shipped check scripts (healthchecks/healthcheck_*), run for real:
+ * inside the busybox demo image through spcd's own exec path, and on this
+ * Debian host with /bin/sh = dash, GNU coreutils, curl and python3 (standing
+ * in for a Debian image, which cannot be pulled here).
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runExec } from '../../agent/engine/exec.js';
+import { silentLogger } from '../../agent/log.js';
+
+const INSTANCE = 'health-scripts-test';
+const SCRIPTS = resolve('healthchecks');
+const docker = new Docker({ socketPath: '/var/run/docker.sock' });
+const log = silentLogger();
+
+async function removeOurs(): Promise<void> {
+  const list = await docker.listContainers({ all: true, filters: { label: [`spcd.instance=${INSTANCE}`] } });
+  await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true })));
+}
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+async function waitFor(what: string, ms: number, fn: () => Promise<boolean>): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (await fn()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+interface Run {
+  code: number | null;
+  out: string;
+}
+
+describe('check scripts in the busybox demo image', () => {
+  let id = '';
+  let port = 0;
+  let closedPort = 0;
+  let sockDir = '';
+  let sockServer: net.Server;
+
+  const run = async (...argv: string[]): Promise<Run> => {
+    const r = await runExec(docker, id, { argv, timeoutMs: 15_000, maxOutputBytes: 4096 }, log);
+    return { code: r.exitCode, out: r.output.trim() };
+  };
+
+  beforeAll(async () => {
+    await removeOurs();
+    port = await freePort();
+    closedPort = await freePort();
+    sockDir = mkdtempSync(join(tmpdir(), 'spcd-health-sock-'));
+    sockServer = net.createServer((c) => c.end());
+    await new Promise<void>((r) => sockServer.listen(join(sockDir, 'api.sock'), r));
+    // A stale socket file: bound, then the server closed without unlinking.
+    const stale = net.createServer();
+    await new Promise<void>((r) => stale.listen(join(sockDir, 'stale.sock'), r));
+    const staleHandle = (stale as unknown as { _handle: { close(): void } | null })._handle;
+    staleHandle?.close();
+
+    const c = await docker.createContainer({
+      Image: 'spcd-demo/service:1',
+      name: `${INSTANCE}-${process.pid}`,
+      Cmd: ['/usr/local/bin/demo-service', 'compute', String(port)],
+      Labels: { 'spcd.instance': INSTANCE },
+      HostConfig: {
+        NetworkMode: 'host',
+        Binds: [`${SCRIPTS}:/spcd/healthchecks:ro`, `${sockDir}:${sockDir}:ro`],
+      },
+    });
+    id = c.id;
+    await c.start();
+    await waitFor(
+      'httpd in the container',
+      10_000,
+      async () => (await run('/spcd/healthchecks/healthcheck_port', String(port))).code === 0,
+    );
+    await run('sh', '-c', 'touch /tmp/fresh && touch -t 200001010000 /tmp/old');
+  });
+
+  afterAll(async () => {
+    await removeOurs();
+    await new Promise<void>((r) => sockServer.close(() => r()));
+    rmSync(sockDir, { recursive: true, force: true });
+  });
+
+  const hc = (name: string): string => `/spcd/healthchecks/healthcheck_${name}`;
+
+  it('healthcheck_port', async () => {
+    expect(await run(hc('port'), String(port))).toMatchObject({
+      code: 0,
+      out: `tcp port ${port}: listening (tcp)`,
+    });
+    expect(await run(hc('port'), String(closedPort))).toMatchObject({
+      code: 1,
+      out: `tcp port ${closedPort}: nothing listening`,
+    });
+    expect((await run(hc('port'), 'x')).code).toBe(1);
+  });
+
+  it('healthcheck_listen', async () => {
+    const ok = await run(hc('listen'), 'httpd', String(port));
+    expect(ok.code).toBe(0);
+    expect(ok.out).toMatch(new RegExp(`^httpd \\(pid \\d+\\) listens on tcp port ${port}$`));
+    expect(await run(hc('listen'), 'sleep', String(port))).toMatchObject({ code: 1 });
+    expect(await run(hc('listen'), 'httpd', String(closedPort))).toMatchObject({ code: 1 });
+  });
+
+  it('healthcheck_curl (wget in busybox)', async () => {
+    expect(await run(hc('curl'), `http://127.0.0.1:${port}/`)).toMatchObject({
+      code: 0,
+      out: `http://127.0.0.1:${port}/: HTTP 200`,
+    });
+    expect(await run(hc('curl'), `http://127.0.0.1:${port}/missing`)).toMatchObject({
+      code: 1,
+      out: `http://127.0.0.1:${port}/missing: HTTP 404`,
+    });
+    const down = await run(hc('curl'), `http://127.0.0.1:${closedPort}/`);
+    expect(down.code).toBe(1);
+    expect(down.out).toMatch(/no answer/);
+  });
+
+  it('healthcheck_process', async () => {
+    expect(await run(hc('process'), 'httpd')).toMatchObject({ code: 0 });
+    expect(await run(hc('process'), 'nova-compute')).toMatchObject({
+      code: 1,
+      out: 'no live process named nova-compute',
+    });
+  });
+
+  it('healthcheck_filemod', async () => {
+    expect((await run(hc('filemod'), '/tmp/fresh', '60')).code).toBe(0);
+    expect(await run(hc('filemod'), '/tmp/old', '60')).toMatchObject({ code: 1 });
+    expect(await run(hc('filemod'), '/tmp/none', '60')).toMatchObject({
+      code: 1,
+      out: '/tmp/none: does not exist',
+    });
+  });
+
+  it('healthcheck_socket (no client in busybox: /proc/net/unix)', async () => {
+    const ok = await run(hc('socket'), join(sockDir, 'api.sock'));
+    expect(ok.code).toBe(0);
+    expect(ok.out).toMatch(/listens on it \(\/proc\/net\/unix/);
+    expect(await run(hc('socket'), join(sockDir, 'none.sock'))).toMatchObject({ code: 1 });
+    expect(await run(hc('socket'), '/etc/passwd')).toMatchObject({
+      code: 1,
+      out: '/etc/passwd: not a unix socket',
+    });
+  });
+});
+
+describe('check scripts on the Debian host (dash, coreutils, curl, python3)', () => {
+  let server: http.Server;
+  let port = 0;
+  let closedPort = 0;
+  let dir = '';
+  let sockServer: net.Server;
+
+  const run = (...argv: string[]): Promise<Run> =>
+    new Promise((resolveRun) => {
+      const [script, ...args] = argv;
+      execFile(
+        '/bin/sh',
+        [join(SCRIPTS, `healthcheck_${script}`), ...args],
+        { timeout: 15_000 },
+        (err, stdout) => {
+          const code = err ? ((err as { code?: unknown }).code as number | null) : 0;
+          resolveRun({ code: typeof code === 'number' ? code : null, out: stdout.trim() });
+        },
+      );
+    });
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      res.statusCode = req.url === '/' ? 200 : req.url === '/moved' ? 302 : 500;
+      if (res.statusCode === 302) res.setHeader('location', '/');
+      res.end();
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+    closedPort = await freePort();
+    dir = mkdtempSync(join(tmpdir(), 'spcd-health-host-'));
+    sockServer = net.createServer((c) => c.end());
+    await new Promise<void>((r) => sockServer.listen(join(dir, 'api.sock'), r));
+    const stale = net.createServer();
+    await new Promise<void>((r) => stale.listen(join(dir, 'stale.sock'), r));
+    (stale as unknown as { _handle: { close(): void } | null })._handle?.close();
+    writeFileSync(join(dir, 'beat'), 'x');
+    writeFileSync(join(dir, 'old'), 'x');
+    utimesSync(join(dir, 'old'), new Date('2000-01-01'), new Date('2000-01-01'));
+  });
+
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+    await new Promise<void>((r) => sockServer.close(() => r()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('port, listen and process', async () => {
+    const comm = (await import('node:fs')).readFileSync('/proc/self/comm', 'utf8').trim();
+    expect(await run('port', String(port))).toMatchObject({ code: 0 });
+    expect(await run('port', String(closedPort))).toMatchObject({ code: 1 });
+    expect((await run('listen', comm, String(port))).code).toBe(0);
+    expect((await run('listen', 'no-such-proc', String(port))).code).toBe(1);
+    expect((await run('process', comm)).code).toBe(0);
+    expect((await run('process', 'no-such-proc')).code).toBe(1);
+  });
+
+  it('curl: 2xx and 3xx pass, 5xx and no answer fail', async () => {
+    expect(await run('curl', `http://127.0.0.1:${port}/`)).toMatchObject({
+      code: 0,
+      out: `http://127.0.0.1:${port}/: HTTP 200`,
+    });
+    expect(await run('curl', `http://127.0.0.1:${port}/moved`)).toMatchObject({ code: 0 });
+    expect(await run('curl', `http://127.0.0.1:${port}/err`)).toMatchObject({
+      code: 1,
+      out: `http://127.0.0.1:${port}/err: HTTP 500`,
+    });
+    const down = await run('curl', `http://127.0.0.1:${closedPort}/`);
+    expect(down.code).toBe(1);
+    expect(down.out).toMatch(/no answer/);
+  });
+
+  it('socket: connects with a real client; a stale socket fails', async () => {
+    const ok = await run('socket', join(dir, 'api.sock'));
+    expect(ok.code).toBe(0);
+    expect(ok.out).toMatch(/accepts connections/);
+    expect((await run('socket', join(dir, 'stale.sock'))).code).toBe(1);
+  });
+
+  it('filemod', async () => {
+    expect((await run('filemod', join(dir, 'beat'), '60')).code).toBe(0);
+    expect((await run('filemod', join(dir, 'old'), '60')).code).toBe(1);
+  });
+});
