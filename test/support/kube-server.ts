@@ -416,6 +416,7 @@ export class FakeKubeServer {
     const rvText = url.searchParams.get('resourceVersion');
     const from = rvText ? Number(rvText) : this.rv;
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    res.flushHeaders();
     const fn = fieldName(url.searchParams.get('fieldSelector'));
     const w: WatchClient = { resource, namespace, res, ...(fn !== undefined ? { fieldName: fn } : {}) };
     if (from < this.compactedRv) {
