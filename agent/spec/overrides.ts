@@ -43,7 +43,7 @@ export function readOverrides(r: Reader, raw: unknown, file: string): Overrides 
     }
   }
   let values: Record<string, unknown> | undefined;
-  if (m.values !== undefined) values = r.mapping(m.values, r.child(m, 'values', root));
+  if (m.values !== undefined) values = r.data(m.values, r.child(m, 'values', root));
   if (r.problems.count !== before) return undefined;
   return { containers, ...(values ? { values } : {}) };
 }

@@ -65,6 +65,28 @@ export class Reader {
     return ok ? value : undefined;
   }
 
+  /**
+   * Free-form data (set `defaults`, override `values`): any YAML value, but no
+   * `__proto__` key at any depth, so a later deep merge cannot pollute prototypes.
+   */
+  data(value: unknown, where: Where): Mapping | undefined {
+    const m = this.mapping(value, where);
+    if (!m) return undefined;
+    const before = this.problems.count;
+    const walk = (v: unknown, w: Where): void => {
+      if (Array.isArray(v)) v.forEach((item, i) => walk(item, this.child(v, i, w)));
+      else if (isMapping(v)) {
+        for (const k of Object.keys(v)) {
+          const kw = this.child(v, k, w);
+          if (FORBIDDEN_KEYS.has(k)) this.fail(kw, `key "${k}" is not allowed`);
+          else walk(v[k], kw);
+        }
+      }
+    };
+    for (const k of Object.keys(m)) walk(m[k], this.child(m, k, where));
+    return this.problems.count === before ? m : undefined;
+  }
+
   list(value: unknown, where: Where): unknown[] | undefined {
     if (!Array.isArray(value)) {
       this.fail(where, `must be a list, not ${typeName(value)}`);

@@ -3,7 +3,7 @@ import type { ContainerSpec, SetSpec } from '../model/spec.js';
 import type { CheckLibrary } from './check.js';
 import { CONTAINER_NAME, validateContainer } from './container.js';
 import { applyOverride, type Overrides } from './overrides.js';
-import { isMapping, type Mapping, type Reader } from './read.js';
+import { isMapping, typeName, type Mapping, type Reader } from './read.js';
 import type { Where } from './where.js';
 
 /** One set file (a tree of sets) -> SetSpec. */
@@ -55,11 +55,11 @@ function validateSetBody(
   let description = '';
   if (m.description !== undefined) {
     if (typeof m.description !== 'string')
-      r.fail(at('description'), `must be a string, not ${typeof m.description}`);
+      r.fail(at('description'), `must be a string, not ${typeName(m.description)}`);
     else description = m.description;
   }
   let defaults: Record<string, unknown> = {};
-  if (m.defaults !== undefined) defaults = r.mapping(m.defaults, at('defaults')) ?? {};
+  if (m.defaults !== undefined) defaults = r.data(m.defaults, at('defaults')) ?? {};
 
   const containers: ContainerSpec[] = [];
   const containerWhere = new Map<string, Where>();

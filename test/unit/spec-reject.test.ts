@@ -98,6 +98,15 @@ describe('structure', () => {
     expect(`${q.where}: ${q.message}`).toBe('s.yaml:1: : set is required (the set name)');
   });
 
+  it('rejects __proto__ keys at any depth of set defaults', async () => {
+    const p = await only(
+      ['set: s', 'defaults:', '  nova:', '    - {__proto__: {polluted: true}}', ''].join('\n'),
+    );
+    expect(`${p.where}: ${p.message}`).toBe(
+      's.yaml:4: defaults.nova[0].__proto__: key "__proto__" is not allowed',
+    );
+  });
+
   it('rejects bad set and container names', async () => {
     const p = await only('set: Compute\n');
     expect(p.where).toBe('s.yaml:1: set');
