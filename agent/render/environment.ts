@@ -19,6 +19,17 @@ import type { SafeTemplateLoader } from './loader.js';
  *   (libvirtd.conf, qemu.conf), which has no escapes: a value holding a
  *   double quote or a line break is refused.
  */
+/** Thrown by spcd's filters; nunjucks gives filter errors no line, so the renderer looks for the filter's use in the template. */
+export class FilterError extends Error {
+  constructor(
+    readonly filter: string,
+    message: string,
+  ) {
+    super(`${filter}: ${message}`);
+    this.name = 'FilterError';
+  }
+}
+
 export function createEnvironment(loader: SafeTemplateLoader): nunjucks.Environment {
   const env = new nunjucks.Environment(loader, {
     autoescape: false,
@@ -28,19 +39,19 @@ export function createEnvironment(loader: SafeTemplateLoader): nunjucks.Environm
     dev: true,
   });
   env.addFilter('to_json', (value: unknown, indent?: number) => {
-    if (value === undefined) throw new Error('to_json: the value is undefined');
+    if (value === undefined) throw new FilterError('to_json', 'the value is undefined');
     return JSON.stringify(value, null, indent);
   });
   env.addFilter('to_yaml', (value: unknown) => {
-    if (value === undefined) throw new Error('to_yaml: the value is undefined');
+    if (value === undefined) throw new FilterError('to_yaml', 'the value is undefined');
     return yaml.dump(value, { noRefs: true, lineWidth: -1 }).replace(/\n$/, '');
   });
   env.addFilter('conf_string', (value: unknown) => {
-    if (value === undefined || value === null) throw new Error('conf_string: the value is undefined');
+    if (value === undefined || value === null) throw new FilterError('conf_string', 'the value is undefined');
     const text = String(value);
     // eslint-disable-next-line no-control-regex
     if (/["\r\n\u0000]/.test(text))
-      throw new Error('conf_string: the value holds a double quote or a line break');
+      throw new FilterError('conf_string', 'the value holds a double quote or a line break');
     return `"${text}"`;
   });
   return env;

@@ -3,7 +3,7 @@ import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { canonicalJson, sha256Hex } from '../model/hash.js';
 import type { ConfigFileSpec, ContainerSpec } from '../model/spec.js';
-import { createEnvironment } from './environment.js';
+import { createEnvironment, FilterError } from './environment.js';
 import { dottedPath, findLineBreakingValues, parseBackProblem, withSanitized } from './formats.js';
 import { buildKollaConfigJson, CONFIG_JSON, normalizeMode, normalizeOwner } from './kolla.js';
 import { SafeTemplateLoader } from './loader.js';
@@ -60,14 +60,16 @@ interface TemplateErrorLike {
   message?: unknown;
 }
 
-function findSpcdError(err: unknown): SpcdError | undefined {
+function findInChain<T>(err: unknown, type: abstract new (...args: never[]) => T): T | undefined {
   let cur: unknown = err;
   for (let i = 0; i < 8 && cur; i++) {
-    if (cur instanceof SpcdError) return cur;
+    if (cur instanceof type) return cur;
     cur = (cur as TemplateErrorLike).cause;
   }
   return undefined;
 }
+
+const HEADER = /^\(([^()]*)\)( \[Line \d+(, Column \d+)?\])?$/;
 
 export class Renderer {
   private readonly loader: SafeTemplateLoader;
@@ -182,28 +184,32 @@ export class Renderer {
   }
 
   private mapError(container: string, template: string, err: unknown, secrets: Set<string>): SpcdError {
-    const typed = findSpcdError(err);
+    const typed = findInChain(err, SpcdError);
     if (typed) return typed;
     const e = (err ?? {}) as TemplateErrorLike;
     const raw = typeof e.message === 'string' ? e.message : String(err);
-    const line = typeof e.lineno === 'number' && e.lineno > 0 ? e.lineno : undefined;
+    let line = typeof e.lineno === 'number' && e.lineno > 0 ? e.lineno : undefined;
     const column = typeof e.colno === 'number' && e.colno > 0 ? e.colno : undefined;
-    // nunjucks prefixes "(name) [Line n, Column c]" for the template the error
-    // happened in (an include may differ from the one rendered); read it for
-    // the message, fall back to the top template.
-    const where = /\(([^()\n]+)\) \[Line \d+/.exec(raw);
-    const inner = where?.[1] ?? template;
-    const reason = raw
-      .split('\n')
-      .map((l) => l.trim())
-      .filter((l) => l.length > 0 && !/^\([^()]*\)( \[Line \d+(, Column \d+)?\])?$/.test(l))
-      .join(' ');
-    const undefinedHint = /null or undefined/.test(reason) ? ' (an undefined variable, or a null value)' : '';
+    // nunjucks prefixes one "(name)" line per template level, outermost first;
+    // the last is the template the error happened in (an include may differ
+    // from the one rendered), and only it carries "[Line n, Column c]".
+    const lines = raw.split('\n').map((l) => l.trim());
+    const headers = lines.map((l) => HEADER.exec(l)?.[1]).filter((h): h is string => h !== undefined);
+    const inner = headers[headers.length - 1] || template;
+    const reason = lines.filter((l) => l.length > 0 && !HEADER.test(l)).join(' ');
+    let hint = '';
+    const filterErr = findInChain(err, FilterError);
+    if (filterErr) {
+      // nunjucks does not track lines for filter calls: find the filter's uses.
+      const uses = this.linesUsing(inner, filterErr.filter);
+      if (uses.length === 1) line = uses[0];
+      else if (uses.length > 1) hint = ` (${filterErr.filter} is used on lines ${uses.join(', ')})`;
+    }
     const sourceLine = line !== undefined ? this.sourceLine(inner, line) : undefined;
     const at = line !== undefined ? `, line ${line}${column !== undefined ? `, column ${column}` : ''}` : '';
     const msg =
       `container ${container}: template ${inner}${inner !== template ? ` (included from ${template})` : ''}${at}: ` +
-      `${reason}${undefinedHint}${sourceLine ? `: ${sourceLine}` : ''}`;
+      `${reason}${hint}${sourceLine ? `: ${sourceLine}` : ''}`;
     return new SpcdError(
       'TEMPLATE_INVALID',
       maskSecrets(msg, secrets),
@@ -216,6 +222,19 @@ export class Renderer {
       },
       { cause: err },
     );
+  }
+
+  private linesUsing(template: string, filter: string): number[] {
+    try {
+      const re = new RegExp(`\\|\\s*${filter}\\b`);
+      const out: number[] = [];
+      (this.loader.readSource(template) ?? '').split('\n').forEach((l, i) => {
+        if (re.test(l)) out.push(i + 1);
+      });
+      return out;
+    } catch {
+      return [];
+    }
   }
 
   private sourceLine(template: string, line: number): string | undefined {
