@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KUBE_CALLS } from '../../agent/kube/calls.js';
 import { KubeClient } from '../../agent/kube/client.js';
 import { DesiredWatcher, type DesiredFromConfigMap } from '../../agent/kube/desired-watcher.js';
 import { EventRecorder, kubeEventFor } from '../../agent/kube/event-recorder.js';
@@ -262,5 +263,12 @@ describe('kube reporting through the real client-node', () => {
     expect(invalid).toEqual(['SPEC_INVALID']);
     expect(seen).toHaveLength(3);
     w.stop();
+  });
+
+  it('every request the code sent is a row of KUBE_CALLS (what RBAC grants)', () => {
+    const table = new Set(Object.values(KUBE_CALLS).map((c) => `${c.group} ${c.resource} ${c.verb}`));
+    const sent = new Set(server.calls.map((c) => `${c.group} ${c.resource} ${c.verb}`));
+    expect(sent.size).toBeGreaterThan(5);
+    for (const s of sent) expect(table.has(s), s).toBe(true);
   });
 });
