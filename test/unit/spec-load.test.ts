@@ -1,4 +1,5 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { specHash } from '../../agent/model/hash.js';
 import { startOrder } from '../../agent/model/order.js';
@@ -395,12 +396,37 @@ describe('problems', () => {
   });
 });
 
-// The lead writes container-sets/*.yaml; when there are any, they must load.
+// The repository's own definitions must load: container-sets/ and each subdirectory
+// holding set files; each file in container-sets/hosts/ is an override file that
+// must apply cleanly to at least one of those directories.
 const REPO_SETS = new URL('../../container-sets', import.meta.url).pathname;
-const repoHasSets = existsSync(REPO_SETS) && readdirSync(REPO_SETS).some((f) => /\.ya?ml$/.test(f));
-describe.runIf(repoHasSets)("the repository's container-sets/", () => {
-  it('loads without problems', async () => {
-    const { problems } = await validateDir({ setsDir: REPO_SETS, checkLibraryFile: LIBRARY_FILE });
+const yamlIn = (dir: string): string[] =>
+  existsSync(dir) ? readdirSync(dir).filter((f) => /\.ya?ml$/.test(f) && !f.startsWith('.')) : [];
+const setDirs = existsSync(REPO_SETS)
+  ? [
+      REPO_SETS,
+      ...readdirSync(REPO_SETS)
+        .filter((d) => d !== 'hosts')
+        .map((d) => join(REPO_SETS, d)),
+    ].filter((d) => statSync(d).isDirectory() && yamlIn(d).length > 0)
+  : [];
+const hostFiles = yamlIn(join(REPO_SETS, 'hosts')).map((f) => join(REPO_SETS, 'hosts', f));
+
+describe.runIf(setDirs.length > 0)("the repository's container-sets/", () => {
+  it.each(setDirs)('%s loads without problems', async (dir) => {
+    const { problems, desired } = await validateDir({ setsDir: dir, checkLibraryFile: LIBRARY_FILE });
     expect(problems.map(formatProblem)).toEqual([]);
+    expect(desired?.sets.length).toBeGreaterThan(0);
   });
+
+  it.runIf(hostFiles.length > 0).each(hostFiles)(
+    'override %s applies to one of them',
+    async (overridesFile) => {
+      const results = await Promise.all(
+        setDirs.map((setsDir) => validateDir({ setsDir, overridesFile, checkLibraryFile: LIBRARY_FILE })),
+      );
+      const ok = results.filter((r) => r.problems.length === 0);
+      expect(ok.length, results.flatMap((r) => r.problems.map(formatProblem)).join('\n')).toBeGreaterThan(0);
+    },
+  );
 });
