@@ -17,6 +17,10 @@ import type { ExecRequest, ExecResult } from './types.js';
 const CALL_DEADLINE_MS = 10_000;
 /** How long we keep checking that a killed process is gone. */
 const VERIFY_GONE_MS = 1_500;
+/** How long we wait for a timed-out exec that has not started yet to show its PID. */
+const START_WAIT_MS = 3_000;
+/** How long runExec waits for the kill before it resolves a timed-out result anyway. */
+const KILL_WAIT_MS = 1_000;
 
 /** Keeps the last `max` bytes of a byte stream. */
 class TailBuffer {
@@ -58,9 +62,18 @@ function demux(sink: (b: Buffer) => void): (chunk: Buffer) => void {
   };
 }
 
-function deadlineSignal(ms: number, outer?: AbortSignal): AbortSignal {
-  const t = AbortSignal.timeout(ms);
-  return outer ? AbortSignal.any([t, outer]) : t;
+function deadlineSignal(ms: number): AbortSignal {
+  return AbortSignal.timeout(ms);
+}
+
+/**
+ * A deadline that can be disarmed: the attach stream of exec start outlives
+ * its request, and a late abort must not tear down a healthy long check.
+ */
+function disarmableDeadline(ms: number): { signal: AbortSignal; disarm: () => void } {
+  const ctl = new AbortController();
+  const t = setTimeout(() => ctl.abort(), ms);
+  return { signal: ctl.signal, disarm: () => clearTimeout(t) };
 }
 
 /** PID plus every descendant, found by a scan of /proc/<pid>/stat parent links. */
@@ -135,17 +148,25 @@ interface KillOutcome {
 async function killExec(exec: Dockerode.Exec, containerId: string, log: Logger): Promise<KillOutcome> {
   let pid = 0;
   let fullId = containerId;
-  // The exec may not have started yet when the deadline passes: retry briefly.
-  for (let i = 0; i < 10 && pid === 0; i++) {
+  // When the deadline passes early the exec may not have started yet (Pid 0,
+  // no ExitCode): poll until it has a PID or an exit code, within a bound.
+  const until = Date.now() + START_WAIT_MS;
+  for (;;) {
     const info = (await exec.inspect({ abortSignal: deadlineSignal(2_000) })) as {
       Pid?: number;
       Running?: boolean;
+      ExitCode?: number | null;
       ContainerID?: string;
     };
     pid = info.Pid ?? 0;
     if (info.ContainerID) fullId = info.ContainerID;
-    if (pid === 0 && info.Running === false && i > 0) break;
-    if (pid === 0) await sleep(20);
+    if (pid > 0 && info.Running !== false) break;
+    if (typeof info.ExitCode === 'number') return { pid, killed: 0, gone: true };
+    if (Date.now() > until) {
+      log.warn({ containerId, execId: exec.id }, 'timed-out exec never showed a PID');
+      return { pid: 0, killed: 0, gone: false };
+    }
+    await sleep(20);
   }
   if (pid <= 0) return { pid: 0, killed: 0, gone: true };
   if (!inContainerCgroup(pid, fullId)) {
@@ -173,20 +194,40 @@ async function killExec(exec: Dockerode.Exec, containerId: string, log: Logger):
         /* gone */
       }
     }
-  const until = Date.now() + VERIFY_GONE_MS;
+  const verifyUntil = Date.now() + VERIFY_GONE_MS;
   let gone = tree.every(isGone);
-  while (!gone && Date.now() < until) {
+  while (!gone && Date.now() < verifyUntil) {
     await sleep(10);
     gone = tree.every(isGone);
   }
   return { pid, killed, gone };
 }
 
+/** Reads the demultiplexed stream into the tail until it ends or `stop` aborts. */
+function drain(stream: Duplex, tail: TailBuffer, stop: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const feed = demux((b) => tail.push(b));
+    const done = (): void => {
+      stop.removeEventListener('abort', done);
+      resolve();
+    };
+    stream.on('data', (c: Buffer) => feed(c));
+    stream.once('end', done);
+    stream.once('close', done);
+    stream.once('error', done);
+    if (stop.aborted) done();
+    else stop.addEventListener('abort', done, { once: true });
+  });
+}
+
 /**
  * Runs argv in the container (no shell), keeping the tail of the combined
- * output. Resolves {timedOut:true, exitCode:null} once the deadline passes and
- * the process was killed. Rejects with a SpcdError when the engine refuses
- * (ENGINE_CONFLICT: container not running) or the caller's signal aborts.
+ * output. At the timeout it resolves {timedOut:true, exitCode:null} after
+ * killing the exec's process tree from the host (waiting at most KILL_WAIT_MS
+ * for that; the kill and its verification go on in the background if the
+ * engine is slow). Rejects with a SpcdError when the engine refuses
+ * (ENGINE_CONFLICT: container not running; ENGINE_NOT_FOUND) or when the
+ * caller's signal aborts (after the same kill).
  */
 export async function runExec(
   docker: Dockerode,
@@ -194,7 +235,7 @@ export async function runExec(
   req: ExecRequest,
   log: Logger,
 ): Promise<ExecResult> {
-  const started = Date.now();
+  const startedAt = Date.now();
   const tail = new TailBuffer(req.maxOutputBytes);
   const abortedByCaller = (): SpcdError =>
     isSpcdError(req.signal?.reason)
@@ -202,93 +243,117 @@ export async function runExec(
       : new SpcdError('ENGINE_TIMEOUT', 'exec cancelled by its caller', { containerId, aborted: true });
   if (req.signal?.aborted) throw abortedByCaller();
 
-  // One controller for the whole call: it fires at the timeout or on the caller's abort.
-  const deadline = new AbortController();
+  // `cut` fires at the timeout or on the caller's abort.
+  const cut = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
-    deadline.abort();
+    cut.abort();
   }, req.timeoutMs);
-  const onOuterAbort = (): void => deadline.abort();
+  const onOuterAbort = (): void => cut.abort();
   req.signal?.addEventListener('abort', onOuterAbort, { once: true });
 
-  let exec: Dockerode.Exec | undefined;
-  let stream: Duplex | undefined;
-  try {
-    const container = docker.getContainer(containerId);
+  // Create and start are not cancelled by the cut: an exec created late is
+  // still started and then killed, so no exec is ever left behind unstarted.
+  const h: { exec?: Dockerode.Exec; stream?: Duplex } = {};
+  const launched = (async (): Promise<void> => {
     try {
-      exec = await container.exec({
+      h.exec = await docker.getContainer(containerId).exec({
         Cmd: [...req.argv],
         AttachStdout: true,
         AttachStderr: true,
         AttachStdin: false,
         Tty: false,
-        abortSignal: AbortSignal.any([deadline.signal, AbortSignal.timeout(CALL_DEADLINE_MS)]),
+        abortSignal: deadlineSignal(CALL_DEADLINE_MS),
       } as Dockerode.ExecCreateOptions);
-      stream = (await exec.start({ hijack: true, stdin: false, abortSignal: deadline.signal })) as Duplex;
-    } catch (err) {
-      if (!deadline.signal.aborted) throw mapEngineError(err, `exec in ${containerId}`);
-    }
-
-    if (stream && !deadline.signal.aborted) {
-      const s = stream;
-      const feed = demux((b) => tail.push(b));
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          deadline.signal.removeEventListener('abort', done);
-          resolve();
-        };
-        s.on('data', (c: Buffer) => feed(c));
-        s.once('end', done);
-        s.once('close', done);
-        s.once('error', done);
-        deadline.signal.addEventListener('abort', done, { once: true });
-      });
-    }
-
-    if (deadline.signal.aborted) {
-      // Timed out or cancelled: the process may still run in the container.
-      const outcome: KillOutcome | Error | undefined = exec
-        ? await killExec(exec, containerId, log).catch((err: unknown) => mapEngineError(err, 'exec kill'))
-        : undefined;
-      if (outcome instanceof Error || (outcome && !outcome.gone)) {
-        log.error({ containerId, argv: req.argv, outcome }, 'timed-out exec could not be verified killed');
-      } else if (outcome) {
-        log.debug({ containerId, argv: req.argv, ...outcome }, 'timed-out exec killed');
+      const d = disarmableDeadline(CALL_DEADLINE_MS);
+      try {
+        h.stream = (await h.exec.start({ hijack: true, stdin: false, abortSignal: d.signal })) as Duplex;
+      } finally {
+        d.disarm();
       }
+    } catch (err) {
+      throw mapEngineError(err, `exec in ${containerId}`);
+    }
+  })();
+
+  let cutPromiseCancel = (): void => undefined;
+  const cutPromise = new Promise<'cut'>((resolve) => {
+    const on = (): void => resolve('cut');
+    cut.signal.addEventListener('abort', on, { once: true });
+    cutPromiseCancel = () => cut.signal.removeEventListener('abort', on);
+  });
+
+  try {
+    const first = await Promise.race([launched.then(() => 'launched' as const), cutPromise]);
+    const how =
+      first === 'cut'
+        ? 'cut'
+        : await Promise.race([
+            drain(h.stream as Duplex, tail, cut.signal).then(() => (cut.signal.aborted ? 'cut' : 'ended')),
+            cutPromise,
+          ]);
+
+    if (how === 'cut') {
+      const cleanup = (async (): Promise<void> => {
+        try {
+          await launched;
+        } catch {
+          return; // never created or started: nothing runs
+        }
+        h.stream?.destroy();
+        const o = await killExec(h.exec as Dockerode.Exec, containerId, log).catch((err: unknown) =>
+          mapEngineError(err, 'exec kill'),
+        );
+        if (o instanceof Error || !o.gone) {
+          log.error(
+            { containerId, argv: req.argv, outcome: o },
+            'timed-out exec could not be verified killed',
+          );
+        } else {
+          log.debug({ containerId, argv: req.argv, ...o }, 'timed-out exec killed');
+        }
+      })();
+      let cancelWait = (): void => undefined;
+      await Promise.race([
+        cleanup,
+        new Promise<void>((r) => {
+          const t = setTimeout(r, KILL_WAIT_MS);
+          cancelWait = () => clearTimeout(t);
+        }),
+      ]);
+      cancelWait();
       if (!timedOut) throw abortedByCaller();
-      return { exitCode: null, timedOut: true, output: tail.toString(), durationMs: Date.now() - started };
+      return { exitCode: null, timedOut: true, output: tail.toString(), durationMs: Date.now() - startedAt };
     }
 
-    // Finished: read the exit code. Right after the stream ends the engine may
-    // still report Running for a moment, so poll briefly within the deadline.
-    let exitCode: number | null = null;
+    // The stream ended: read the exit code. Right after the end the engine
+    // may still report Running for a moment, so poll briefly.
+    const exec = h.exec as Dockerode.Exec;
     for (let i = 0; i < 50; i++) {
       let info: { Running?: boolean; ExitCode?: number | null };
       try {
-        info = (await exec!.inspect({ abortSignal: deadlineSignal(CALL_DEADLINE_MS, deadline.signal) })) as {
-          Running?: boolean;
-          ExitCode?: number | null;
-        };
+        info = (await exec.inspect({ abortSignal: deadlineSignal(CALL_DEADLINE_MS) })) as typeof info;
       } catch (err) {
-        if (deadline.signal.aborted) break;
         throw mapEngineError(err, `exec inspect in ${containerId}`);
       }
       if (!info.Running && typeof info.ExitCode === 'number') {
-        exitCode = info.ExitCode;
-        break;
+        return {
+          exitCode: info.ExitCode,
+          timedOut: false,
+          output: tail.toString(),
+          durationMs: Date.now() - startedAt,
+        };
       }
       await sleep(Math.min(5 * (i + 1), 50));
     }
-    if (exitCode === null) {
-      // The deadline passed while waiting for the exit code: treat as a timeout.
-      if (!timedOut && req.signal?.aborted) throw abortedByCaller();
-      return { exitCode: null, timedOut: true, output: tail.toString(), durationMs: Date.now() - started };
-    }
-    return { exitCode, timedOut: false, output: tail.toString(), durationMs: Date.now() - started };
+    throw new SpcdError('ENGINE_FAILED', `exec in ${containerId}: no exit code after its output ended`, {
+      containerId,
+    });
   } finally {
     clearTimeout(timer);
+    cutPromiseCancel();
     req.signal?.removeEventListener('abort', onOuterAbort);
-    stream?.destroy();
+    if (!cut.signal.aborted) h.stream?.destroy();
   }
 }
