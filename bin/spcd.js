@@ -2,7 +2,7 @@
 import { main } from '../dist/main.js';
 main(process.argv.slice(2)).then(
   (code) => {
-    if (typeof code === 'number') process.exitCode = code;
+    process.exit(typeof code === 'number' ? code : 0);
   },
   (err) => {
     process.stderr.write(`spcd: ${err && err.message ? err.message : String(err)}\n`);

@@ -163,7 +163,7 @@ build_one() {
   qemu_version=$(chroot "$root" dpkg-query -W -f '${Version}' qemu-system-x86 | sed -e 's/^[0-9]*://' -e 's/[-+].*$//')
   umount "$root/proc"
   # Slim the tree: package caches, lists, docs. Keep /usr/share/qemu (firmware).
-  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* \
+  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/cache/apt/*.bin "$root"/var/lib/apt/lists/* \
     "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
     "$root"/usr/share/locale/* "$root"/dev/* "$root"/run/* "$root"/tmp/*
   mkdir -p "$root/run/libvirt"

@@ -1,0 +1,207 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { SpcdError, toSpcdError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { systemClock, type Clock } from '../model/clock.js';
+import { EventBus } from '../model/events.js';
+import { allContainers, type DesiredState } from '../model/spec.js';
+import { DockerEngine } from '../engine/docker.js';
+import { HealthManager } from '../health/manager.js';
+import { envFailpoint } from '../executor/failpoint.js';
+import type { ExecutorDeps } from '../executor/ports.js';
+import { Reconciler } from '../reconciler/reconciler.js';
+import { loadDesired } from '../spec/load.js';
+import { Journal } from '../state/journal.js';
+import { StateStore } from '../state/store.js';
+import type { PlanView } from '../api/types.js';
+import { DaemonActions } from './actions.js';
+import { desiredContainers, stalePins } from './desired.js';
+import { Operations } from './operations.js';
+import { MountPreparer, NO_CONFIG, type ConfigPort } from './preparer.js';
+import { registryAuthFromFile } from './registry-auth.js';
+import type { Settings } from './settings.js';
+import { DaemonStatus } from './status-view.js';
+import { ProcVmProbe } from './vm-probe.js';
+
+export interface DaemonParts {
+  readonly settings: Settings;
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly events: EventBus;
+  readonly engine: DockerEngine;
+  readonly state: StateStore;
+  readonly health: HealthManager;
+  readonly reconciler: Reconciler;
+  readonly status: DaemonStatus;
+  readonly actions: DaemonActions;
+}
+
+export function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: string;
+    };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** Loads the definitions, turning any problem into one typed error (nothing half-applied). */
+export async function loadDefinitions(settings: Settings): Promise<DesiredState> {
+  return loadDesired({
+    setsDir: settings.setsDir,
+    ...(settings.overridesFile ? { overridesFile: settings.overridesFile } : {}),
+    checkLibraryFile: join(settings.healthchecksDir, 'library.yaml'),
+  });
+}
+
+/**
+ * Builds every room and wires them (the composition root's body). Nothing is
+ * started: start() adopts, recovers and converges.
+ */
+export async function buildDaemon(
+  settings: Settings,
+  log: Logger,
+  opts: { clock?: Clock; config?: ConfigPort; env?: NodeJS.ProcessEnv } = {},
+): Promise<DaemonParts & { start(): Promise<void>; stop(): Promise<void> }> {
+  const clock = opts.clock ?? systemClock;
+  const events = new EventBus();
+  const engine = new DockerEngine({ socketPath: settings.dockerSocket, log: log.child({ room: 'engine' }) });
+  const state = new StateStore(settings.stateDir);
+  await state.load();
+  const journal = new Journal(settings.stateDir);
+  await journal.init();
+  let definitions = await loadDefinitions(settings);
+  const config = opts.config ?? NO_CONFIG;
+  const health = new HealthManager({ exec: engine, clock, log: log.child({ room: 'health' }) });
+  const exec: ExecutorDeps = {
+    engine,
+    state,
+    journal,
+    health,
+    preparer: new MountPreparer(settings.healthchecksDir, config),
+    vms: new ProcVmProbe(),
+    events,
+    log: log.child({ room: 'executor' }),
+    clock,
+    failpoint: envFailpoint(opts.env ?? process.env),
+    instance: settings.instance,
+    gateDeadlineMs: settings.gateDeadlineMs,
+    minReadyMs: settings.minReadyMs,
+    pullActivityTimeoutMs: settings.pullActivityTimeoutMs,
+    registryAuth: registryAuthFromFile(settings.registryAuthFile),
+  };
+  const reconciler = new Reconciler({
+    engine,
+    exec,
+    health,
+    events,
+    log: log.child({ room: 'reconciler' }),
+    clock,
+    instance: settings.instance,
+    relistMs: settings.relistMs,
+  });
+  const operations = new Operations({ events, clock, log: log.child({ room: 'operations' }) });
+  const computeDesired = async (): Promise<ReturnType<typeof desiredContainers>> => {
+    for (const name of stalePins(definitions, state)) await state.setPin(name, undefined);
+    return desiredContainers(definitions, state, (s) => config.hash(s));
+  };
+  const reload = async (): Promise<Record<string, unknown>> => {
+    let next: DesiredState;
+    try {
+      next = await loadDefinitions(settings);
+    } catch (err) {
+      const e = toSpcdError(err);
+      events.publish({ type: 'reload', at: clock.now(), ok: false, detail: e.message });
+      throw e;
+    }
+    definitions = next;
+    const desired = await computeDesired();
+    const plan = reconciler.preview(desired);
+    reconciler.setDesired(desired);
+    events.publish({ type: 'reload', at: clock.now(), ok: true, detail: `${desired.length} containers` });
+    return {
+      containers: desired.length,
+      changes: plan.steps.map((s) => ({ kind: s.kind, reason: s.reason })),
+    };
+  };
+  const planView = async (): Promise<PlanView> => {
+    const problems: string[] = [];
+    let next = definitions;
+    try {
+      next = await loadDefinitions(settings);
+    } catch (err) {
+      problems.push(toSpcdError(err).message);
+    }
+    const desired = desiredContainers(next, state, (s) => config.hash(s));
+    const p = reconciler.preview(desired);
+    const items = p.steps.map((s) => {
+      const name = s.kind === 'remove' ? s.observed.identity.container : s.desired.spec.name;
+      const set = s.kind === 'remove' ? s.observed.identity.set : s.desired.spec.set;
+      const action = s.kind === 'replace' ? 'recreate' : s.kind;
+      return { container: name, set, action, reason: s.reason } as const;
+    });
+    for (const w of p.waiting) problems.push(`${w.container}: ${w.reason}`);
+    return { items, problems };
+  };
+  const actions = new DaemonActions({ reconciler, exec, operations, definitions: () => definitions, reload });
+  const version = packageVersion();
+  const status = new DaemonStatus({
+    reconciler,
+    state,
+    events,
+    logs: engine,
+    health,
+    definitions: () => definitions.sets,
+    version,
+    instance: settings.instance,
+    hostFacts: () => Promise.resolve({ hostname: hostname(), pid: process.pid, node: process.version }),
+    plan: planView,
+  });
+  health.onChange((c) =>
+    events.publish({
+      type: 'health',
+      at: clock.now(),
+      container: c.name,
+      ...(c.check ? { check: c.check.name } : {}),
+      status: c.status,
+      ...(c.check?.lastResult ? { output: c.check.lastResult.output } : {}),
+    }),
+  );
+  log.info(
+    { instance: settings.instance, containers: allContainers(definitions.sets).length, version },
+    'definitions loaded',
+  );
+  return {
+    settings,
+    log,
+    clock,
+    events,
+    engine,
+    state,
+    health,
+    reconciler,
+    status,
+    actions,
+    async start() {
+      await reconciler.start(await computeDesired());
+    },
+    async stop() {
+      await reconciler.stop();
+      health.close();
+    },
+  };
+}
+
+export function describeStartupError(err: unknown): string {
+  const e = err instanceof SpcdError ? err : toSpcdError(err);
+  const problems =
+    (e.details.problems as { file: string; line: number; path: string; message: string }[] | undefined) ?? [];
+  if (problems.length === 0) return `${e.code}: ${e.message}`;
+  return [
+    `${e.code}: ${problems.length} problem(s) in the definitions:`,
+    ...problems.map((p) => `  ${p.file}:${p.line}: ${p.path}: ${p.message}`),
+  ].join('\n');
+}

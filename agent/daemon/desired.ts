@@ -1,0 +1,47 @@
+import { specHash } from '../model/hash.js';
+import { startOrder } from '../model/order.js';
+import type { ContainerSpec, DesiredState, SetSpec } from '../model/spec.js';
+import type { DesiredContainer } from '../planner/types.js';
+import type { StateStore } from '../state/store.js';
+
+/** Hashes a container's rendered config ('none' when it has none). */
+export type ConfigHasher = (spec: ContainerSpec) => string;
+
+/**
+ * The definitions on disk, with operator pins applied, as the planner wants
+ * them: start-ordered within each set, sets in file order. A pin whose
+ * definition changed on disk since it was set is dropped: the newer intent wins.
+ */
+export function desiredContainers(
+  state: DesiredState,
+  store: StateStore,
+  configHash: ConfigHasher,
+): DesiredContainer[] {
+  const out: DesiredContainer[] = [];
+  const walk = (set: SetSpec): void => {
+    const ordered = startOrder(set.containers);
+    const list = 'order' in ordered ? ordered.order : [...set.containers];
+    for (const fromDisk of list) {
+      const pin = store.record(fromDisk.name)?.pin;
+      const spec = pin && pin.definitionHash === specHash(fromDisk) ? pin.spec : fromDisk;
+      out.push({ spec, specHash: specHash(spec), configHash: configHash(spec) });
+    }
+    set.sets.forEach(walk);
+  };
+  state.sets.forEach(walk);
+  return out;
+}
+
+/** Pins dropped because their definition changed on disk (to be cleared in the store). */
+export function stalePins(state: DesiredState, store: StateStore): string[] {
+  const stale: string[] = [];
+  const walk = (set: SetSpec): void => {
+    for (const c of set.containers) {
+      const pin = store.record(c.name)?.pin;
+      if (pin && pin.definitionHash !== specHash(c)) stale.push(c.name);
+    }
+    set.sets.forEach(walk);
+  };
+  state.sets.forEach(walk);
+  return stale;
+}

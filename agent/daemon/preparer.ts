@@ -1,0 +1,49 @@
+import type { ContainerSpec } from '../model/spec.js';
+import type { PreparedExtras, Preparer } from '../executor/ports.js';
+
+export const HEALTHCHECKS_MOUNT = '/spcd/healthchecks';
+
+/** Rendered config for one container: written before a generation is created. */
+export interface ConfigPort {
+  /** The hash of what rendering this spec would produce; 'none' without config. */
+  hash(spec: ContainerSpec): string;
+  /** Renders and switches the container's config dir; returns the host dir to mount. */
+  write(spec: ContainerSpec): Promise<{ hostDir: string; hash: string }>;
+}
+
+export const NO_CONFIG: ConfigPort = {
+  hash: () => 'none',
+  write: () => Promise.resolve({ hostDir: '', hash: 'none' }),
+};
+
+export const KOLLA_CONFIG_DIR = '/var/lib/kolla/config_files';
+
+/**
+ * What a new generation mounts besides its own definition: the shipped check
+ * scripts (read-only, only when one of its checks uses them) and its rendered
+ * config (read-only, at kolla's path, with KOLLA_CONFIG_STRATEGY).
+ */
+export class MountPreparer implements Preparer {
+  constructor(
+    private readonly healthchecksDir: string,
+    private readonly config: ConfigPort,
+  ) {}
+
+  async prepare(spec: ContainerSpec): Promise<PreparedExtras> {
+    const extraBinds: { source: string; target: string; readOnly: boolean }[] = [];
+    const extraEnv: Record<string, string> = {};
+    const usesScripts = spec.healthchecks.some(
+      (c) => c.probe.kind === 'exec' && c.probe.argv.some((a) => a.startsWith(`${HEALTHCHECKS_MOUNT}/`)),
+    );
+    if (usesScripts)
+      extraBinds.push({ source: this.healthchecksDir, target: HEALTHCHECKS_MOUNT, readOnly: true });
+    let configHash = 'none';
+    if (spec.config.length > 0) {
+      const written = await this.config.write(spec);
+      configHash = written.hash;
+      extraBinds.push({ source: written.hostDir, target: KOLLA_CONFIG_DIR, readOnly: true });
+      extraEnv.KOLLA_CONFIG_STRATEGY = 'COPY_ALWAYS';
+    }
+    return { extraBinds, extraEnv, configHash };
+  }
+}

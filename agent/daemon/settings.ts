@@ -1,0 +1,186 @@
+import { isAbsolute, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { SpcdError } from '../errors.js';
+import { parseDuration } from '../model/units.js';
+
+/** The daemon's settings, compiled once from flags and environment (flags win). */
+export interface Settings {
+  readonly setsDir: string;
+  readonly overridesFile: string | undefined;
+  readonly stateDir: string;
+  readonly socketPath: string;
+  readonly dockerSocket: string;
+  readonly instance: string;
+  readonly templatesDir: string;
+  readonly healthchecksDir: string;
+  readonly globalsFile: string | undefined;
+  readonly secretsFile: string | undefined;
+  readonly configRoot: string;
+  readonly registryAuthFile: string | undefined;
+  readonly adminGroup: string | undefined;
+  readonly metricsListen: string | undefined;
+  readonly relistMs: number;
+  readonly gateDeadlineMs: number;
+  readonly minReadyMs: number;
+  readonly pullActivityTimeoutMs: number;
+  readonly logLevel: string;
+  readonly kubeconfig: string | undefined;
+  readonly nodeName: string | undefined;
+}
+
+interface FlagDef {
+  readonly env: string;
+  readonly help: string;
+  readonly def?: string;
+}
+
+export const FLAGS: Record<string, FlagDef> = {
+  sets: { env: 'SPCD_SETS', help: 'directory of container-set YAML files', def: '/etc/spcd/container-sets' },
+  overrides: { env: 'SPCD_OVERRIDES', help: 'per-host override file (optional)' },
+  'state-dir': { env: 'SPCD_STATE_DIR', help: 'state directory', def: '/var/lib/spcd' },
+  socket: { env: 'SPCD_SOCKET', help: 'API unix socket', def: '/run/spcd/spcd.sock' },
+  'docker-socket': { env: 'SPCD_DOCKER_SOCKET', help: 'Docker engine socket', def: '/var/run/docker.sock' },
+  instance: { env: 'SPCD_INSTANCE', help: 'name this spcd labels its containers with', def: 'spcd' },
+  templates: { env: 'SPCD_TEMPLATES', help: 'nunjucks templates directory' },
+  healthchecks: {
+    env: 'SPCD_HEALTHCHECKS',
+    help: 'check scripts directory, mounted read-only in containers',
+  },
+  globals: { env: 'SPCD_GLOBALS', help: 'global values YAML (optional)' },
+  secrets: { env: 'SPCD_SECRETS', help: 'secrets YAML, mode 0600 (optional)' },
+  'config-root': { env: 'SPCD_CONFIG_ROOT', help: 'where rendered config lives (default STATE_DIR/config)' },
+  'registry-auth': {
+    env: 'SPCD_REGISTRY_AUTH',
+    help: 'registry auth file, docker config.json format (optional)',
+  },
+  'admin-group': { env: 'SPCD_ADMIN_GROUP', help: 'group that may use the API socket (optional)' },
+  'metrics-listen': {
+    env: 'SPCD_METRICS_LISTEN',
+    help: 'HOST:PORT for a read-only /metrics TCP listener (off by default)',
+  },
+  'relist-interval': { env: 'SPCD_RELIST_INTERVAL', help: 're-list period (events are hints)', def: '10s' },
+  'gate-deadline': {
+    env: 'SPCD_GATE_DEADLINE',
+    help: 'how long a new generation may take to be healthy',
+    def: '120s',
+  },
+  'min-ready': {
+    env: 'SPCD_MIN_READY',
+    help: 'a container without checks must stay up this long',
+    def: '1s',
+  },
+  'pull-activity-timeout': {
+    env: 'SPCD_PULL_ACTIVITY_TIMEOUT',
+    help: 'a pull fails after this long without progress',
+    def: '60s',
+  },
+  'log-level': { env: 'SPCD_LOG_LEVEL', help: 'pino level', def: 'info' },
+  kubeconfig: {
+    env: 'SPCD_KUBECONFIG',
+    help: 'kubeconfig for Kubernetes reporting (optional; in-cluster when NODE_NAME is set)',
+  },
+  'node-name': { env: 'NODE_NAME', help: "this node's Kubernetes name" },
+};
+
+export function usage(): string {
+  const lines = ['usage: spcd [flags]', ''];
+  for (const [name, d] of Object.entries(FLAGS)) {
+    lines.push(`  --${name.padEnd(24)} ${d.help} (env ${d.env}${d.def ? `, default ${d.def}` : ''})`);
+  }
+  return lines.join('\n');
+}
+
+/** Where the repository's shipped folders are, for defaults that point into it. */
+export function repoRoot(): string {
+  return resolve(new URL('.', import.meta.url).pathname, '..', '..');
+}
+
+export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings | 'help' {
+  const options = Object.fromEntries(Object.keys(FLAGS).map((k) => [k, { type: 'string' as const }]));
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: { ...options, help: { type: 'boolean' } },
+      strict: true,
+      allowPositionals: false,
+    });
+  } catch (err) {
+    throw new SpcdError('SETTINGS_INVALID', `${(err as Error).message}\n${usage()}`);
+  }
+  if (parsed.values.help) return 'help';
+  const get = (k: string): string | undefined => {
+    const v = (parsed.values as Record<string, string | boolean | undefined>)[k];
+    const fromFlag = typeof v === 'string' ? v : undefined;
+    const def = FLAGS[k];
+    return fromFlag ?? (def ? env[def.env] : undefined) ?? def?.def;
+  };
+  const path = (k: string, required: boolean): string | undefined => {
+    const v = get(k);
+    if (v === undefined || v === '') {
+      if (required) throw new SpcdError('SETTINGS_INVALID', `--${k} is required`, { flag: k });
+      return undefined;
+    }
+    return resolve(v);
+  };
+  const duration = (k: string): number => {
+    const v = get(k);
+    const ms = parseDuration(v);
+    if (ms === undefined || ms <= 0) {
+      throw new SpcdError('SETTINGS_INVALID', `--${k}: '${v}' is not a duration like 10s or 500ms`, {
+        flag: k,
+        value: v,
+      });
+    }
+    return ms;
+  };
+  const instance = get('instance') ?? 'spcd';
+  if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/.test(instance)) {
+    throw new SpcdError(
+      'SETTINGS_INVALID',
+      `--instance: '${instance}' must match [a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}`,
+      {
+        flag: 'instance',
+      },
+    );
+  }
+  const stateDir = path('state-dir', true) as string;
+  const metrics = get('metrics-listen');
+  if (metrics !== undefined && !/^[0-9a-zA-Z.:[\]-]+:[0-9]{1,5}$/.test(metrics)) {
+    throw new SpcdError('SETTINGS_INVALID', `--metrics-listen: '${metrics}' must be HOST:PORT`, {
+      flag: 'metrics-listen',
+    });
+  }
+  const socketPath = path('socket', true) as string;
+  if (!isAbsolute(socketPath))
+    throw new SpcdError('SETTINGS_INVALID', '--socket must be a path', { flag: 'socket' });
+  const level = get('log-level') ?? 'info';
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(level)) {
+    throw new SpcdError('SETTINGS_INVALID', `--log-level: '${level}' is not a pino level`, {
+      flag: 'log-level',
+    });
+  }
+  return {
+    setsDir: path('sets', true) as string,
+    overridesFile: path('overrides', false),
+    stateDir,
+    socketPath,
+    dockerSocket: path('docker-socket', true) as string,
+    instance,
+    templatesDir: path('templates', false) ?? resolve(repoRoot(), 'templates'),
+    healthchecksDir: path('healthchecks', false) ?? resolve(repoRoot(), 'healthchecks'),
+    globalsFile: path('globals', false),
+    secretsFile: path('secrets', false),
+    configRoot: path('config-root', false) ?? resolve(stateDir, 'config'),
+    registryAuthFile: path('registry-auth', false),
+    adminGroup: get('admin-group'),
+    metricsListen: metrics,
+    relistMs: duration('relist-interval'),
+    gateDeadlineMs: duration('gate-deadline'),
+    minReadyMs: duration('min-ready'),
+    pullActivityTimeoutMs: duration('pull-activity-timeout'),
+    logLevel: level,
+    kubeconfig: path('kubeconfig', false),
+    nodeName: get('node-name'),
+  };
+}

@@ -1,0 +1,224 @@
+import { SpcdError } from '../errors.js';
+import type { EventBus } from '../model/events.js';
+import { isRunning } from '../model/observed.js';
+import type { SetSpec } from '../model/spec.js';
+import type {
+  ContainerHealthView,
+  ContainerState,
+  ContainerStatus,
+  GenerationView,
+  HealthState,
+  LogStreamOptions,
+  PlanView,
+  SetStatus,
+  StatusDocument,
+  StatusView,
+} from '../api/types.js';
+import type { LogEngine } from '../engine/types.js';
+import type { HealthSnapshot } from '../health/types.js';
+import type { Reconciler } from '../reconciler/reconciler.js';
+import type { StateStore } from '../state/store.js';
+
+export interface StatusDeps {
+  readonly reconciler: Reconciler;
+  readonly state: StateStore;
+  readonly events: EventBus;
+  readonly logs: LogEngine;
+  readonly health: { snapshot(name: string): HealthSnapshot | undefined };
+  readonly definitions: () => readonly SetSpec[];
+  readonly version: string;
+  readonly instance: string;
+  readonly hostFacts: () => Promise<Record<string, unknown>>;
+  readonly preflight?: () => Record<string, unknown> | undefined;
+  readonly plan: () => Promise<PlanView>;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** Read-only view of the daemon for the API, computed from the reconciler's last observation. */
+export class DaemonStatus implements StatusView {
+  constructor(private readonly d: StatusDeps) {}
+
+  async status(): Promise<StatusDocument> {
+    const engine = this.d.reconciler.engineStatus();
+    const pre = this.d.preflight?.();
+    return {
+      version: this.d.version,
+      instance: this.d.instance,
+      host: await this.d.hostFacts(),
+      engine,
+      ...(pre ? { preflight: pre } : {}),
+      sets: this.sets(),
+    };
+  }
+
+  sets(): readonly SetStatus[] {
+    return this.d.definitions().map((s) => this.setStatus(s));
+  }
+
+  set(path: string): SetStatus | undefined {
+    const find = (list: readonly SetSpec[]): SetSpec | undefined => {
+      for (const s of list) {
+        if (s.path === path) return s;
+        const inner = find(s.sets);
+        if (inner) return inner;
+      }
+      return undefined;
+    };
+    const s = find(this.d.definitions());
+    return s ? this.setStatus(s) : undefined;
+  }
+
+  private setStatus(s: SetSpec): SetStatus {
+    return {
+      name: s.name,
+      path: s.path,
+      description: s.description,
+      containers: s.containers.map((c) => this.containerStatus(c.name, c.set)),
+      sets: s.sets.map((x) => this.setStatus(x)),
+    };
+  }
+
+  container(name: string): ContainerStatus | undefined {
+    const d = this.d.reconciler.desiredContainers().find((c) => c.spec.name === name);
+    return d ? this.containerStatus(name, d.spec.set) : undefined;
+  }
+
+  private containerStatus(name: string, set: string): ContainerStatus {
+    const r = this.d.reconciler;
+    const desired = r.desiredContainers().find((c) => c.spec.name === name);
+    const p = r.primary(name);
+    const f = r.factsOf(name);
+    const rec = this.d.state.record(name);
+    const gen = p ? this.d.state.generation(name, p.identity.generation) : undefined;
+    const snap = this.d.health.snapshot(name);
+    let state: ContainerState;
+    if (!r.engineStatus().available) state = 'unknown';
+    else if (f.operation && !f.operation.startsWith('reconcile-')) state = 'upgrading';
+    else if (f.failed) state = 'failed';
+    else if (!p) state = rec?.heldStopped ? 'stopped' : 'missing';
+    else if (isRunning(p)) state = 'running';
+    else if (rec?.heldStopped) state = 'stopped';
+    else if (r.crashLooping(name)) state = 'crash-looping';
+    else if (p.state === 'created') state = 'starting';
+    else state = 'exited';
+    let health: HealthState = 'none';
+    if (desired && desired.spec.healthchecks.length > 0) health = snap?.status ?? 'unknown';
+    return {
+      name,
+      set,
+      generation: p?.identity.generation ?? 0,
+      image: p?.image ?? desired?.spec.image ?? '',
+      imageDigest: gen?.imageDigest ?? null,
+      containerId: p?.id ?? null,
+      state,
+      health,
+      dockerHealth: p?.dockerHealth ?? null,
+      restartCount: f.restartCount,
+      startedAt: p?.startedAt || null,
+      lastError: f.lastError
+        ? { code: f.lastError.code, message: f.lastError.message, at: iso(f.lastError.at) }
+        : f.failed
+          ? { code: 'FAILED', message: f.failed, at: iso(Date.now()) }
+          : null,
+      specHash: desired?.specHash ?? '',
+      configHash: desired?.configHash ?? 'none',
+      operation: f.operation,
+    };
+  }
+
+  health(name: string): ContainerHealthView | undefined {
+    if (!this.container(name)) return undefined;
+    const snap = this.d.health.snapshot(name);
+    return {
+      name,
+      status: snap?.status ?? 'unknown',
+      dockerHealth: snap?.dockerHealth ?? this.d.reconciler.primary(name)?.dockerHealth ?? null,
+      checks: (snap?.checks ?? []).map((c) => ({
+        name: c.name,
+        status: c.status,
+        consecutiveFailures: c.consecutiveFailures,
+        consecutiveSuccesses: c.consecutiveSuccesses,
+        history: c.history.map((h) => ({
+          at: iso(h.at),
+          ok: h.ok,
+          exitCode: h.exitCode,
+          timedOut: h.timedOut,
+          durationMs: h.durationMs,
+          output: h.output,
+        })),
+      })),
+    };
+  }
+
+  generations(name: string): readonly GenerationView[] | undefined {
+    if (!this.container(name)) return undefined;
+    const rec = this.d.state.record(name);
+    return (rec?.generations ?? [])
+      .map((g) => ({
+        generation: g.generation,
+        image: g.image,
+        imageDigest: g.imageDigest,
+        specHash: g.specHash,
+        configHash: g.configHash,
+        createdAt: g.createdAt,
+        outcome: g.outcome,
+        ...(g.reason !== undefined ? { reason: g.reason } : {}),
+        ...(g.from !== undefined ? { from: g.from } : {}),
+      }))
+      .reverse();
+  }
+
+  plan(): Promise<PlanView> {
+    return this.d.plan();
+  }
+
+  metrics(): string {
+    const lines: string[] = [
+      '# HELP spcd_engine_available Whether the Docker engine answers (1) or not (0).',
+      '# TYPE spcd_engine_available gauge',
+      `spcd_engine_available ${this.d.reconciler.engineStatus().available ? 1 : 0}`,
+      '# HELP spcd_container_generation Current generation of each container.',
+      '# TYPE spcd_container_generation gauge',
+    ];
+    const all = this.d.reconciler
+      .desiredContainers()
+      .map((c) => this.containerStatus(c.spec.name, c.spec.set));
+    for (const c of all)
+      lines.push(`spcd_container_generation{container="${c.name}",set="${c.set}"} ${c.generation}`);
+    lines.push(
+      '# HELP spcd_container_restarts_total Restarts spcd made of each container.',
+      '# TYPE spcd_container_restarts_total counter',
+    );
+    for (const c of all)
+      lines.push(`spcd_container_restarts_total{container="${c.name}",set="${c.set}"} ${c.restartCount}`);
+    lines.push(
+      '# HELP spcd_container_running Whether each container runs.',
+      '# TYPE spcd_container_running gauge',
+    );
+    for (const c of all)
+      lines.push(
+        `spcd_container_running{container="${c.name}",set="${c.set}"} ${c.state === 'running' ? 1 : 0}`,
+      );
+    lines.push(
+      '# HELP spcd_container_healthy Whether each container passes its checks.',
+      '# TYPE spcd_container_healthy gauge',
+    );
+    for (const c of all)
+      lines.push(
+        `spcd_container_healthy{container="${c.name}",set="${c.set}"} ${c.health === 'healthy' || c.health === 'none' ? 1 : 0}`,
+      );
+    return `${lines.join('\n')}\n`;
+  }
+
+  subscribe(listener: Parameters<EventBus['subscribe']>[0]): () => void {
+    return this.d.events.subscribe(listener);
+  }
+
+  async logs(name: string, opts: LogStreamOptions): Promise<() => void> {
+    const p = this.d.reconciler.primary(name);
+    if (!this.container(name) || !p)
+      throw new SpcdError('NOT_FOUND', `no container named ${name}`, { container: name });
+    return this.d.logs.logs(p.id, opts);
+  }
+}

@@ -1,0 +1,110 @@
+import { SpcdError } from '../errors.js';
+import { isRunning, type ObservedContainer } from '../model/observed.js';
+import type { DesiredContainer } from '../planner/types.js';
+import type { ExecutorDeps } from './ports.js';
+import { resolveImage } from './image.js';
+
+/** First creation of a container: allocate a generation, create under its name, start. */
+export async function createContainer(
+  deps: ExecutorDeps,
+  d: DesiredContainer,
+  operationId: string,
+): Promise<string> {
+  const { engine, state, events, clock } = deps;
+  const spec = d.spec;
+  const image = await resolveImage(deps, spec.image, 'missing', operationId);
+  const extras = await deps.preparer.prepare(spec, state.record(spec.name)?.nextGeneration ?? 1);
+  const gen = await state.allocate(
+    spec.name,
+    {
+      image: spec.image,
+      imageDigest: image.digest,
+      specHash: d.specHash,
+      configHash: extras.configHash,
+      spec,
+    },
+    new Date(clock.now()),
+  );
+  let id: string;
+  try {
+    id = await engine.create({
+      spec,
+      identity: {
+        instance: deps.instance,
+        set: spec.set,
+        container: spec.name,
+        generation: gen.generation,
+        specHash: d.specHash,
+        configHash: extras.configHash,
+      },
+      extraBinds: extras.extraBinds,
+      extraEnv: extras.extraEnv,
+    });
+  } catch (err) {
+    await state.setOutcome(spec.name, gen.generation, 'failed', (err as Error).message);
+    if (err instanceof SpcdError && err.code === 'ENGINE_CONFLICT') {
+      throw new SpcdError(
+        'ENGINE_CONFLICT',
+        `cannot create ${spec.name}: the name is taken by a container spcd does not manage (left alone)`,
+        { container: spec.name },
+        { cause: err },
+      );
+    }
+    throw err;
+  }
+  await engine.start(id);
+  await state.commit(spec.name, gen.generation);
+  events.publish({
+    type: 'state',
+    at: clock.now(),
+    container: spec.name,
+    from: 'missing',
+    to: 'running',
+    reason: 'created',
+  });
+  deps.log.info(
+    { container: spec.name, generation: gen.generation, id: id.slice(0, 12) },
+    'container created and started',
+  );
+  return id;
+}
+
+export async function startContainer(
+  deps: ExecutorDeps,
+  o: ObservedContainer,
+  reason: string,
+): Promise<void> {
+  const started = deps.clock.now();
+  await deps.engine.start(o.id);
+  deps.events.publish({
+    type: 'state',
+    at: deps.clock.now(),
+    container: o.identity.container,
+    from: o.state,
+    to: 'running',
+    reason,
+  });
+  deps.log.info(
+    { container: o.identity.container, reason, ms: deps.clock.now() - started },
+    'container started',
+  );
+}
+
+/** Stops and removes a container that carries our labels and has no definition any more. */
+export async function removeContainer(
+  deps: ExecutorDeps,
+  o: ObservedContainer,
+  reason: string,
+): Promise<void> {
+  if (isRunning(o)) await deps.engine.stop(o.id, 10_000);
+  await deps.engine.remove(o.id);
+  deps.events.publish({
+    type: 'state',
+    at: deps.clock.now(),
+    container: o.identity.container,
+    from: o.state,
+    to: 'removed',
+    reason,
+  });
+  deps.log.info({ container: o.identity.container, name: o.name, reason }, 'container removed');
+}

@@ -1,0 +1,70 @@
+/**
+ * spcd's composition root: compile settings, build the rooms, serve the API,
+ * converge, and stop cleanly on SIGTERM/SIGINT without stopping a single
+ * managed container (they belong to dockerd, not to this process).
+ */
+import { createLogger } from './log.js';
+import { SpcdError } from './errors.js';
+import { buildDaemon, describeStartupError } from './daemon/daemon.js';
+import { parseSettings, usage } from './daemon/settings.js';
+import { serveApi } from './daemon/serve-api.js';
+
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  let settings;
+  try {
+    const parsed = parseSettings(argv, env);
+    if (parsed === 'help') {
+      process.stdout.write(`${usage()}\n`);
+      return 0;
+    }
+    settings = parsed;
+  } catch (err) {
+    process.stderr.write(`spcd: ${err instanceof SpcdError ? err.message : String(err)}\n`);
+    return 2;
+  }
+  const log = createLogger({ level: settings.logLevel });
+  let daemon;
+  try {
+    daemon = await buildDaemon(settings, log, { env });
+  } catch (err) {
+    process.stderr.write(`spcd: cannot start: ${describeStartupError(err)}\n`);
+    log.error({ err: describeStartupError(err) }, 'cannot start');
+    return 1;
+  }
+  let api: { close(): Promise<void> } | undefined;
+  try {
+    api = await serveApi(daemon);
+  } catch (err) {
+    process.stderr.write(`spcd: cannot serve the API: ${describeStartupError(err)}\n`);
+    await daemon.stop();
+    return 1;
+  }
+  let stopping: Promise<void> | undefined;
+  const stop = (signal: string): Promise<void> => {
+    stopping ??= (async () => {
+      log.info({ signal }, 'stopping; managed containers keep running');
+      await api?.close();
+      await daemon.stop();
+    })();
+    return stopping;
+  };
+  process.on('SIGHUP', () => {
+    log.info('SIGHUP: reloading definitions');
+    void daemon.actions.reload().catch(() => undefined);
+  });
+  const done = new Promise<void>((resolve) => {
+    for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => void stop(sig).then(resolve));
+  });
+  try {
+    await daemon.start();
+  } catch (err) {
+    if (!stopping) {
+      process.stderr.write(`spcd: ${describeStartupError(err)}\n`);
+      await stop('startup-failure');
+      return 1;
+    }
+  }
+  log.info({ socket: settings.socketPath, instance: settings.instance }, 'spcd ready');
+  await done;
+  return 0;
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Everything spcd's demo and tests need on a fresh Debian 12 machine with Node
+# and npm: npm dependencies and a build, a running Docker engine (Debian's
+# docker.io), and the local demo images. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+npm run --silent build
+bash scripts/ensure-docker.sh
+bash scripts/build-demo-images.sh

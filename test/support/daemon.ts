@@ -1,0 +1,112 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { waitFor } from './wait.js';
+
+export const REPO = resolve(new URL('.', import.meta.url).pathname, '..', '..');
+
+export interface Sandbox {
+  readonly root: string;
+  readonly setsDir: string;
+  readonly stateDir: string;
+  readonly socket: string;
+  readonly instance: string;
+}
+
+/** Fresh directories and a unique instance name for one test file. */
+export function sandbox(prefix: string): Sandbox {
+  const root = mkdtempSync(join(tmpdir(), `spcd-${prefix}-`));
+  const setsDir = join(root, 'sets');
+  mkdirSync(setsDir);
+  const instance = `t-${prefix}-${process.pid}-${Math.floor(Math.random() * 1e6)}`;
+  return { root, setsDir, stateDir: join(root, 'state'), socket: join(root, 'run', 'spcd.sock'), instance };
+}
+
+export function writeSet(sb: Sandbox, file: string, yaml: string): void {
+  writeFileSync(join(sb.setsDir, file), yaml);
+}
+
+/** The no-privileged override this VM needs, for a list of containers. */
+export function capsOverride(sb: Sandbox, names: string[]): string {
+  const path = join(sb.root, 'overrides.yaml');
+  writeFileSync(
+    path,
+    `containers:\n${names.map((n) => `  ${n}:\n    privileged: false\n    cap_add: [ALL]\n    cap_drop: [SYS_RESOURCE]\n`).join('')}`,
+  );
+  return path;
+}
+
+/** A real spcd process (bin/spcd.js on the built dist/), as operators run it. */
+export class SpcdProcess {
+  readonly output: string[] = [];
+  private exited: Promise<number | null>;
+
+  private constructor(readonly child: ChildProcess) {
+    const collect = (b: Buffer): void => {
+      for (const line of b.toString('utf8').split('\n')) if (line) this.output.push(line);
+    };
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    this.exited = new Promise((r) => child.on('exit', (code) => r(code)));
+  }
+
+  static start(sb: Sandbox, extra: string[] = [], env: NodeJS.ProcessEnv = {}): SpcdProcess {
+    const child = spawn(
+      process.execPath,
+      [
+        join(REPO, 'bin', 'spcd.js'),
+        '--sets',
+        sb.setsDir,
+        '--state-dir',
+        sb.stateDir,
+        '--socket',
+        sb.socket,
+        '--instance',
+        sb.instance,
+        '--relist-interval',
+        '2s',
+        '--min-ready',
+        '500ms',
+        ...extra,
+      ],
+      {
+        cwd: REPO,
+        env: { ...process.env, SPCD_LOG_LEVEL: 'debug', ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    return new SpcdProcess(child);
+  }
+
+  /** Resolves when the log says spcd converged its first pass. */
+  async ready(timeoutMs = 30_000): Promise<void> {
+    await waitFor('spcd ready', () => this.output.some((l) => l.includes('"spcd ready"')) || this.fail(), {
+      timeoutMs,
+    });
+  }
+
+  private fail(): false {
+    if (this.child.exitCode !== null)
+      throw new Error(`spcd exited ${this.child.exitCode}:\n${this.output.slice(-30).join('\n')}`);
+    return false;
+  }
+
+  logged(fragment: string): boolean {
+    return this.output.some((l) => l.includes(fragment));
+  }
+
+  async stop(): Promise<number | null> {
+    if (this.child.exitCode === null) this.child.kill('SIGTERM');
+    return this.exited;
+  }
+
+  async kill9(): Promise<void> {
+    if (this.child.exitCode === null) this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  wait(): Promise<number | null> {
+    return this.exited;
+  }
+}
