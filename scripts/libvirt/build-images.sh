@@ -75,7 +75,8 @@ image_line() {
 }
 
 import_tar() {
-  local suite="$1" hash="$2" tar="$3" libvirt_version="$4" qemu_version="$5"
+  local suite="$1" hash="$2" tar="$3" libvirt_version="$4" qemu_version="$5" old new
+  old=$("$DOCKER" image inspect -f '{{.Id}}' "$REPO:$suite" 2>/dev/null || true)
   "$DOCKER" import \
     -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     -c 'CMD ["/usr/sbin/libvirtd"]' \
@@ -85,6 +86,9 @@ import_tar() {
     -c "LABEL spcd-e2e.suite=$suite" \
     -c "LABEL spcd-e2e.qemu-version=$qemu_version" \
     "$tar" "$REPO:$suite" >/dev/null
+  # Drop the image this one replaces (fails harmlessly while a container uses it).
+  new=$("$DOCKER" image inspect -f '{{.Id}}' "$REPO:$suite")
+  if [ -n "$old" ] && [ "$old" != "$new" ]; then "$DOCKER" rmi "$old" >/dev/null 2>&1 || true; fi
 }
 
 build_one() {

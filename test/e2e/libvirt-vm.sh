@@ -14,7 +14,7 @@
 #   libvirt-vm.sh domstate CONTAINER NAME             -> domstate=running|paused|...|absent
 #   libvirt-vm.sh suspend-resume CONTAINER NAME       -> suspend_resume=ok
 #   libvirt-vm.sh console-watch ROOT NAME             -> watch_pgid=...   (stamps in ROOT/probe/NAME.stamps)
-#   libvirt-vm.sh api-probe ROOT IMAGE RUN_ID         -> probe_container=...  (results in ROOT/probe/api.log)
+#   libvirt-vm.sh api-probe ROOT IMAGE RUN_ID         -> probe_container=...  (ROOT/probe/api.log: "<start> <end> ok|fail")
 #   libvirt-vm.sh console-gap ROOT NAME FROM TO       -> console_max_gap_s=... counter_from=... counter_to=... counter_missing=...
 #   libvirt-vm.sh api-window ROOT T_STOP              -> api_down_s=... api_back_s=...
 #   libvirt-vm.sh cleanup ROOT NAME RUN_ID [QEMU_PID] -> cleanup=ok ...
@@ -192,7 +192,7 @@ cmd_console_watch() {
 }
 
 # A separate client container polls `virsh version --daemon` every 50 ms:
-#   ROOT/probe/api.log: "<epoch seconds> ok|fail"
+#   ROOT/probe/api.log: "<call start> <call end> ok|fail" (epoch seconds)
 cmd_api_probe() {
   local root="$1" image="$2" run_id="$3"
   local name="spcd-e2e-probe-$run_id"
@@ -200,8 +200,9 @@ cmd_api_probe() {
     -v "$root/run/libvirt:/run/libvirt" -v "$root/probe:/probe" \
     --entrypoint /bin/bash "$image" -c '
       while :; do
+        t="$EPOCHREALTIME"
         if timeout 5 virsh -q -c qemu:///system version --daemon >/dev/null 2>&1; then r=ok; else r=fail; fi
-        echo "$EPOCHREALTIME $r" >>/probe/api.log
+        echo "$t $EPOCHREALTIME $r" >>/probe/api.log
         sleep 0.05
       done' >/dev/null
   echo "probe_container=$name"
@@ -227,15 +228,16 @@ cmd_console_gap() {
     }' "$root/probe/$name.stamps"
 }
 
-# From the API probe: when after T_STOP the API last answered before going
-# down, and when it first answered again.
+# From the API probe: api_back_s is T_STOP -> the end of the first call that
+# succeeded after the daemon went down (what a client waiting on the API sees);
+# api_down_s is the last success before the outage -> that same moment.
 cmd_api_window() {
   local root="$1" t_stop="$2"
   awk -v t0="$t_stop" '
-    $1 < t0 { next }
-    $2 == "ok" && !down { last_ok = $1; next }
-    $2 == "fail" { if (!down) first_fail = $1; down = 1; next }
-    $2 == "ok" && down { back = $1; exit }
+    $2 < t0 { next }
+    $3 == "ok" && !down { last_ok = $2; next }
+    $3 == "fail" { down = 1; next }
+    $3 == "ok" && down { back = $2; exit }
     END {
       if (!back) { print "api_back_s=nan"; exit 1 }
       if (!last_ok) last_ok = t0

@@ -156,7 +156,8 @@ if [ "${SPCD_E2E_SKIP_DOWNGRADE:-0}" != 1 ]; then
     [ "$(kv qemu_start "$line2")" = "$start2" ] && [ "$(kv qemu_alive "$line2")" = 1 ]; then
     hazard=1
   fi
-  why=$("$DOCKER" logs "$container" 2>&1 | grep -m1 -E "$GUEST2|capabilities flag" | sed 's/^[0-9 :.+-]*//' | cut -c1-200 || true)
+  logs=$("$DOCKER" logs "$container" 2>&1 || true)
+  why=$(grep -E "capabilities flag|Failed to load config for domain '$GUEST2'" <<<"$logs" | head -n1 | sed 's/^.*error : //' | cut -c1-200 || true)
   echo "downgrade_hazard_confirmed=$hazard libvirt9_log=\"${why//\"/\'}\""
 fi
 
