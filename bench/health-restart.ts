@@ -1,0 +1,185 @@
+/**
+ * Exit-to-restart through the real daemon: starts `node bin/spcd.js` on a
+ * temporary set of N busybox containers, SIGKILLs each container's init
+ * process from the host once (so every restart is a first restart: spcd's
+ * backoff delays only the second failure within its stable period), and
+ * measures from the engine's `die` event to the next `start` event of that
+ * container (both engine timestamps, nanoseconds). The `start` event follows
+ * spcd's start call by the engine's start time, so this is an upper bound
+ * on exit -> start call.
+ * Returns undefined when dist/main.js is missing (run `npm run build`).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import Dockerode from 'dockerode';
+import type { Logger } from '../agent/log.js';
+
+export interface RestartFigures {
+  readonly samples: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+interface Ev {
+  status: string;
+  id: string;
+  name: string;
+  timeNano: number;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
+}
+
+async function waitFor<T>(
+  what: string,
+  ms: number,
+  fn: () => Promise<T | undefined> | T | undefined,
+): Promise<T> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+}
+
+export async function benchExitToRestart(log: Logger): Promise<RestartFigures | undefined> {
+  const repo = resolve('.');
+  if (!existsSync(join(repo, 'dist/main.js'))) return undefined;
+  const N = Number(process.env.BENCH_KILLS ?? 50);
+  const instance = `bench-health-${process.pid}`;
+  const prefix = `bhr${process.pid}`;
+  const docker = new Dockerode({ socketPath: '/var/run/docker.sock' });
+  const tmp = mkdtempSync(join(tmpdir(), 'spcd-bench-health-'));
+  mkdirSync(join(tmp, 'sets'));
+  mkdirSync(join(tmp, 'state'));
+  const lines = ['set: benchrestart', 'description: bench:health exit-to-restart', 'containers:'];
+  for (let i = 0; i < N; i++) {
+    lines.push(
+      `  ${prefix}_${i}:`,
+      '    image: spcd-demo/service:1',
+      '    command: [demo-service, sleep]',
+      '    stop_grace_period: 1s',
+    );
+  }
+  writeFileSync(join(tmp, 'sets', 'bench.yaml'), `${lines.join('\n')}\n`);
+
+  const removeOurs = async (): Promise<void> => {
+    const list = await docker.listContainers({
+      all: true,
+      filters: { label: [`spcd.instance=${instance}`] },
+    });
+    await Promise.all(
+      list.map((c) =>
+        docker
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => undefined),
+      ),
+    );
+  };
+
+  const daemon = spawn(
+    process.execPath,
+    [
+      join(repo, 'bin/spcd.js'),
+      '--sets',
+      join(tmp, 'sets'),
+      '--state-dir',
+      join(tmp, 'state'),
+      '--socket',
+      join(tmp, 'spcd.sock'),
+      '--instance',
+      instance,
+      '--healthchecks',
+      join(repo, 'healthchecks'),
+      '--templates',
+      join(repo, 'templates'),
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SPCD_LOG_LEVEL: 'warn' } },
+  );
+  let stderr = '';
+  daemon.stderr.on('data', (c: Buffer) => {
+    stderr = (stderr + c.toString()).slice(-4000);
+  });
+  let exited = false;
+  daemon.once('exit', () => (exited = true));
+  let events: Readable | undefined;
+  try {
+    const running = await waitFor(`${N} supervised containers running`, 180_000, async () => {
+      if (exited) throw new Error(`the daemon exited: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
+      const list = await docker.listContainers({
+        filters: { label: [`spcd.instance=${instance}`], status: ['running'] },
+      });
+      return list.length >= N ? list : undefined;
+    });
+    log.debug({ n: running.length }, 'supervised containers up');
+
+    const seen: Ev[] = [];
+    events = (await docker.getEvents({
+      filters: { type: ['container'], event: ['die', 'start'], label: [`spcd.instance=${instance}`] },
+    })) as unknown as Readable;
+    let buf = '';
+    events.on('data', (c: Buffer) => {
+      buf += c.toString();
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (!line) continue;
+        const e = JSON.parse(line) as {
+          status: string;
+          id: string;
+          timeNano: number;
+          Actor?: { Attributes?: { name?: string } };
+        };
+        seen.push({
+          status: e.status,
+          id: e.id,
+          name: e.Actor?.Attributes?.name ?? '',
+          timeNano: e.timeNano,
+        });
+      }
+    });
+
+    const samples: number[] = [];
+    for (let i = 0; i < N; i++) {
+      const name = `${prefix}_${i}`;
+      const info = await docker.getContainer(name).inspect();
+      const pid = info.State.Pid;
+      if (!pid) throw new Error(`${name} is not running`);
+      process.kill(pid, 'SIGKILL');
+      const die = await waitFor(`die of ${name}`, 10_000, () =>
+        seen.find((e) => e.status === 'die' && e.name === name),
+      );
+      const start = await waitFor(`restart of ${name}`, 30_000, () =>
+        seen.find((e) => e.status === 'start' && e.name === name && e.timeNano > die.timeNano),
+      );
+      samples.push((start.timeNano - die.timeNano) / 1e6);
+    }
+    const sorted = [...samples].sort((a, b) => a - b);
+    return {
+      samples: sorted.length,
+      p50: percentile(sorted, 50),
+      p99: percentile(sorted, 99),
+      max: sorted[sorted.length - 1] as number,
+    };
+  } finally {
+    events?.destroy();
+    if (!exited) {
+      daemon.kill('SIGTERM');
+      await waitFor('the daemon to stop', 20_000, () => (exited ? true : undefined)).catch(() =>
+        daemon.kill('SIGKILL'),
+      );
+    }
+    await removeOurs();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
