@@ -18,7 +18,8 @@ import type { PlanView } from '../api/types.js';
 import { DaemonActions } from './actions.js';
 import { desiredContainers, stalePins } from './desired.js';
 import { Operations } from './operations.js';
-import { MountPreparer, NO_CONFIG, type ConfigPort } from './preparer.js';
+import { MountPreparer, type ConfigPort } from './preparer.js';
+import { TemplateConfig } from './config.js';
 import { registryAuthFromFile } from './registry-auth.js';
 import type { Settings } from './settings.js';
 import { DaemonStatus } from './status-view.js';
@@ -74,7 +75,14 @@ export async function buildDaemon(
   const journal = new Journal(settings.stateDir);
   await journal.init();
   let definitions = await loadDefinitions(settings);
-  const config = opts.config ?? NO_CONFIG;
+  const templateConfig = new TemplateConfig({
+    templatesDir: settings.templatesDir,
+    configRoot: settings.configRoot,
+    files: { globalsFile: settings.globalsFile, secretsFile: settings.secretsFile },
+    log: log.child({ room: 'render' }),
+  });
+  await templateConfig.load(definitions);
+  const config: ConfigPort = opts.config ?? templateConfig;
   const health = new HealthManager({ exec: engine, clock, log: log.child({ room: 'health' }) });
   const exec: ExecutorDeps = {
     engine,
@@ -117,8 +125,20 @@ export async function buildDaemon(
       events.publish({ type: 'reload', at: clock.now(), ok: false, detail: e.message });
       throw e;
     }
-    definitions = next;
-    const desired = await computeDesired();
+    const previous = definitions;
+    let desired: Awaited<ReturnType<typeof computeDesired>>;
+    try {
+      await templateConfig.load(next);
+      definitions = next;
+      desired = await computeDesired();
+    } catch (err) {
+      // Nothing half-applied: the old definitions and values stay in force.
+      definitions = previous;
+      await templateConfig.load(previous).catch(() => undefined);
+      const e = toSpcdError(err);
+      events.publish({ type: 'reload', at: clock.now(), ok: false, detail: e.message });
+      throw e;
+    }
     const plan = reconciler.preview(desired);
     reconciler.setDesired(desired);
     events.publish({ type: 'reload', at: clock.now(), ok: true, detail: `${desired.length} containers` });

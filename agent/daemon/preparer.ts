@@ -9,11 +9,14 @@ export interface ConfigPort {
   hash(spec: ContainerSpec): string;
   /** Renders and switches the container's config dir; returns the host dir to mount. */
   write(spec: ContainerSpec): Promise<{ hostDir: string; hash: string }>;
+  /** Puts back the config the previous generation ran with (rollback). */
+  restore(spec: ContainerSpec): Promise<void>;
 }
 
 export const NO_CONFIG: ConfigPort = {
   hash: () => 'none',
   write: () => Promise.resolve({ hostDir: '', hash: 'none' }),
+  restore: () => Promise.resolve(),
 };
 
 export const KOLLA_CONFIG_DIR = '/var/lib/kolla/config_files';
@@ -45,5 +48,9 @@ export class MountPreparer implements Preparer {
       extraEnv.KOLLA_CONFIG_STRATEGY = 'COPY_ALWAYS';
     }
     return { extraBinds, extraEnv, configHash };
+  }
+
+  restore(spec: ContainerSpec): Promise<void> {
+    return this.config.restore(spec);
   }
 }

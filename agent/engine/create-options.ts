@@ -27,7 +27,9 @@ export function createBody(req: CreateRequest): CreateBody {
   const s = req.spec;
   const env = { ...s.environment, ...(req.extraEnv ?? {}) };
   const binds = [...s.binds.map(bindString), ...(req.extraBinds ?? []).map((b) => bindString(b))];
-  const command = req.command ?? s.command;
+  // With rendered kolla config, the image's kolla_start runs and reads the
+  // command from config.json; the definition's command is not the Cmd.
+  const command = req.command ?? (s.config.length > 0 ? undefined : s.command);
   const hostConfig: Record<string, unknown> = {
     Privileged: s.privileged,
     NetworkMode: s.network,

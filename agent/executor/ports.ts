@@ -18,6 +18,8 @@ export interface HealthGate {
 export interface Preparer {
   /** Binds and env to add at create, and the config hash it carries. */
   prepare(spec: ContainerSpec, generation: number): Promise<PreparedExtras>;
+  /** Undoes prepare() for a rolled-back generation (the previous config comes back). */
+  restore(spec: ContainerSpec): Promise<void>;
 }
 
 export interface PreparedExtras {

@@ -1,0 +1,95 @@
+import type { Logger } from '../log.js';
+import { specHash } from '../model/hash.js';
+import type { ContainerSpec, DesiredState, SetSpec } from '../model/spec.js';
+import { Renderer, type RenderedConfig } from '../render/renderer.js';
+import { collectSecretValues, loadValueFile, mergeValues } from '../render/values.js';
+import { configDirPath, restorePreviousConfig, writeConfigDir } from '../render/writer.js';
+import type { ConfigPort } from './preparer.js';
+
+export interface ValueFiles {
+  readonly globalsFile: string | undefined;
+  readonly secretsFile: string | undefined;
+}
+
+/**
+ * Config for each container, rendered from the templates with values in
+ * increasing precedence: the set's defaults (outer sets under inner), the
+ * operator's globals, the per-host override values, the secrets file.
+ * Rendering is pure and cached per spec; write() switches the container's
+ * config directory atomically before a generation that mounts it is created.
+ */
+export class TemplateConfig implements ConfigPort {
+  private readonly renderer: Renderer;
+  private defaultsOf = new Map<string, Record<string, unknown>>();
+  private globals: Record<string, unknown> = {};
+  private hostValues: Record<string, unknown> = {};
+  private secrets: Record<string, unknown> = {};
+  private secretValues = new Set<string>();
+  private cache = new Map<string, RenderedConfig>();
+
+  constructor(
+    private readonly opts: { templatesDir: string; configRoot: string; files: ValueFiles; log: Logger },
+  ) {
+    this.renderer = new Renderer({ templatesDir: opts.templatesDir, log: opts.log });
+  }
+
+  /** Re-reads the value files for a new set of definitions. Throws (typed) on any bad input. */
+  async load(definitions: DesiredState): Promise<void> {
+    const { globalsFile, secretsFile } = this.opts.files;
+    const globals = globalsFile ? await loadValueFile(globalsFile, { optional: true }) : {};
+    const secrets = secretsFile ? await loadValueFile(secretsFile, { secret: true, optional: true }) : {};
+    const defaultsOf = new Map<string, Record<string, unknown>>();
+    const walk = (s: SetSpec, inherited: Record<string, unknown>): void => {
+      const merged = mergeValues({
+        setDefaults: inherited,
+        globals: { ...s.defaults },
+        hostValues: {},
+        secrets: {},
+      }).values;
+      for (const c of s.containers) defaultsOf.set(c.name, merged);
+      for (const sub of s.sets) walk(sub, merged);
+    };
+    for (const s of definitions.sets) walk(s, {});
+    this.globals = globals;
+    this.secrets = secrets;
+    this.secretValues = collectSecretValues(secrets);
+    this.hostValues = { ...(definitions.hostValues ?? {}) };
+    this.defaultsOf = defaultsOf;
+    this.cache = new Map();
+  }
+
+  /** Secret values, for masking diffs. */
+  secretSet(): Set<string> {
+    return this.secretValues;
+  }
+
+  render(spec: ContainerSpec): RenderedConfig {
+    const key = specHash(spec);
+    const hit = this.cache.get(key);
+    if (hit) return hit;
+    const { values } = mergeValues({
+      setDefaults: this.defaultsOf.get(spec.name) ?? {},
+      globals: this.globals,
+      hostValues: this.hostValues,
+      secrets: this.secrets,
+    });
+    const rendered = this.renderer.renderContainer(spec, values, this.secretValues);
+    this.cache.set(key, rendered);
+    return rendered;
+  }
+
+  hash(spec: ContainerSpec): string {
+    return spec.config.length === 0 ? 'none' : this.render(spec).hash;
+  }
+
+  async write(spec: ContainerSpec): Promise<{ hostDir: string; hash: string }> {
+    const rendered = this.render(spec);
+    await writeConfigDir(this.opts.configRoot, spec.name, rendered, { log: this.opts.log });
+    return { hostDir: configDirPath(this.opts.configRoot, spec.name), hash: rendered.hash };
+  }
+
+  async restore(spec: ContainerSpec): Promise<void> {
+    if (spec.config.length === 0) return;
+    await restorePreviousConfig(this.opts.configRoot, spec.name);
+  }
+}
