@@ -59,7 +59,7 @@ export function createBody(req: CreateRequest): CreateBody {
     name: req.name ?? s.name,
     Image: s.image,
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-    Labels: { ...s.labels, ...encodeIdentity(req.identity) },
+    Labels: { ...s.labels, ...(req.extraLabels ?? {}), ...encodeIdentity(req.identity) },
     StopSignal: s.stopSignal,
     StopTimeout: Math.ceil(s.stopGraceMs / 1000),
     HostConfig: hostConfig,

@@ -124,7 +124,7 @@ export class DockerEngine implements Engine {
     const out: ObservedContainer[] = [];
     for (const item of list) {
       seen.add(item.Id);
-      if (!decodeIdentity(item.Labels)) continue;
+      if (!decodeIdentity(item.Labels) || item.Labels[LABEL.task] !== undefined) continue;
       const key = `${item.State}|${item.Status.startsWith('Up') ? 'up' : item.Status}`;
       const cached = this.inspectCache.get(item.Id);
       let value: ObservedContainer | undefined;

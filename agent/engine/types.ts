@@ -24,6 +24,8 @@ export interface CreateRequest {
   readonly extraEnv?: Readonly<Record<string, string>>;
   /** Overrides the spec's command (bootstrap tasks). */
   readonly command?: readonly string[];
+  /** Labels added beside the identity (bootstrap tasks carry spcd.task). */
+  readonly extraLabels?: Readonly<Record<string, string>>;
 }
 
 export interface ExecRequest {

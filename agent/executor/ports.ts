@@ -1,16 +1,31 @@
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { EventBus } from '../model/events.js';
-import type { ContainerSpec } from '../model/spec.js';
-import type { ContainerEngine, ImageEngine, ExecEngine, RegistryAuth } from '../engine/types.js';
+import type { CheckSpec, ContainerSpec, NetworkMode, PidMode } from '../model/spec.js';
+import type { ContainerEngine, ImageEngine, ExecEngine, LogEngine, RegistryAuth } from '../engine/types.js';
 import type { StateStore } from '../state/store.js';
 import type { Journal } from '../state/journal.js';
 import type { Failpoint } from './failpoint.js';
+
+/** The container instance the gate watches (the health room's WatchTarget, structurally). */
+export interface GateTarget {
+  readonly name: string;
+  readonly containerId: string;
+  readonly pid: number;
+  readonly network: NetworkMode;
+  readonly pidMode: PidMode;
+  readonly startedAtMs: number;
+  readonly checks: readonly CheckSpec[];
+}
 
 /** What the executor needs from the health room. */
 export interface HealthGate {
   pause(name: string): void;
   resume(name: string): void;
+  /** (Re)points the checks of `name` at this instance; the gate watches the new generation itself. */
+  watch(target: GateTarget): void;
+  unwatch(name: string): void;
+  /** deadlineMs is absolute, on the injected clock. */
   waitHealthy(name: string, containerId: string, deadlineMs: number, signal?: AbortSignal): Promise<void>;
 }
 
@@ -34,7 +49,7 @@ export interface VmProbe {
 }
 
 export interface ExecutorDeps {
-  readonly engine: ContainerEngine & ImageEngine & ExecEngine;
+  readonly engine: ContainerEngine & ImageEngine & ExecEngine & LogEngine;
   readonly state: StateStore;
   readonly journal: Journal;
   readonly health: HealthGate;

@@ -3,6 +3,7 @@ import { isRunning, type ObservedContainer } from '../model/observed.js';
 import type { DesiredContainer } from '../planner/types.js';
 import type { ExecutorDeps } from './ports.js';
 import { resolveImage } from './image.js';
+import { runBootstrap } from './bootstrap.js';
 
 /** First creation of a container: allocate a generation, create under its name, start. */
 export async function createContainer(
@@ -25,18 +26,25 @@ export async function createContainer(
     },
     new Date(clock.now()),
   );
+  const identity = {
+    instance: deps.instance,
+    set: spec.set,
+    container: spec.name,
+    generation: gen.generation,
+    specHash: d.specHash,
+    configHash: extras.configHash,
+  };
+  try {
+    await runBootstrap(deps, spec, identity, extras, operationId);
+  } catch (err) {
+    await state.setOutcome(spec.name, gen.generation, 'failed', (err as Error).message);
+    throw err;
+  }
   let id: string;
   try {
     id = await engine.create({
       spec,
-      identity: {
-        instance: deps.instance,
-        set: spec.set,
-        container: spec.name,
-        generation: gen.generation,
-        specHash: d.specHash,
-        configHash: extras.configHash,
-      },
+      identity,
       extraBinds: extras.extraBinds,
       extraEnv: extras.extraEnv,
     });

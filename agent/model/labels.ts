@@ -10,6 +10,8 @@ export const LABEL = {
   generation: 'spcd.generation',
   specHash: 'spcd.spec-hash',
   configHash: 'spcd.config-hash',
+  /** Set on one-shot bootstrap task containers: never an instance of the service. */
+  task: 'spcd.task',
 } as const;
 
 export const RESERVED_LABEL_PREFIX = 'spcd.';
