@@ -1,0 +1,63 @@
+/** The read routes: status, sets, containers, health, generations, plan, metrics. */
+import { SpcdError } from '../../errors.js';
+import { json, type RouteContext, type RouteResult } from '../context.js';
+import { containerMetrics, type ApiMetrics } from '../metrics.js';
+
+function param(ctx: RouteContext, key: string): string {
+  return ctx.params[key] ?? '';
+}
+
+function notFound(kind: string, name: string): SpcdError {
+  return new SpcdError('NOT_FOUND', `no ${kind} named ${name}`, { [kind]: name });
+}
+
+export async function getStatus(ctx: RouteContext): Promise<RouteResult> {
+  return json(200, await ctx.deps.status.status());
+}
+
+export async function getSets(ctx: RouteContext): Promise<RouteResult> {
+  return json(200, { sets: ctx.deps.status.sets() });
+}
+
+export async function getSet(ctx: RouteContext): Promise<RouteResult> {
+  const name = param(ctx, 'set');
+  const set = ctx.deps.status.set(name);
+  if (!set) throw notFound('set', name);
+  return json(200, set);
+}
+
+export async function getContainer(ctx: RouteContext): Promise<RouteResult> {
+  const name = param(ctx, 'name');
+  const c = ctx.deps.status.container(name);
+  if (!c) throw notFound('container', name);
+  return json(200, c);
+}
+
+export async function getHealth(ctx: RouteContext): Promise<RouteResult> {
+  const name = param(ctx, 'name');
+  const h = ctx.deps.status.health(name);
+  if (!h) throw notFound('container', name);
+  return json(200, h);
+}
+
+export async function getGenerations(ctx: RouteContext): Promise<RouteResult> {
+  const name = param(ctx, 'name');
+  const g = ctx.deps.status.generations(name);
+  if (!g) throw notFound('container', name);
+  return json(200, { name, generations: g });
+}
+
+export async function getPlan(ctx: RouteContext): Promise<RouteResult> {
+  return json(200, await ctx.deps.status.plan());
+}
+
+export function getMetrics(api: ApiMetrics) {
+  return async (ctx: RouteContext): Promise<RouteResult> => {
+    const extra = ctx.deps.status.metrics();
+    const text =
+      containerMetrics(ctx.deps.status.sets()) +
+      api.render() +
+      (extra && !extra.endsWith('\n') ? extra + '\n' : extra);
+    return { kind: 'text', status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', text };
+  };
+}

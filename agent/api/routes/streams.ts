@@ -1,0 +1,101 @@
+/** The streamed routes: /v1/events (newline-delimited JSON) and container logs (text lines). */
+import { SpcdError } from '../../errors.js';
+import type { SpcdEvent } from '../../model/events.js';
+import type { RouteContext, RouteResult } from '../context.js';
+import { queryBool, queryInt } from '../validate.js';
+
+export const MAX_TAIL = 10_000;
+
+/**
+ * Every SpcdEvent as one JSON line, plus `{"type":"heartbeat","at":...}` every
+ * heartbeatMs so idle clients and proxies notice a dead peer. A client that
+ * falls more than streamBacklogBytes behind is dropped rather than buffered
+ * without end. The subscription ends when the client goes away.
+ */
+export async function getEvents(ctx: RouteContext): Promise<RouteResult> {
+  const { res, limits } = ctx;
+  res.writeHead(200, {
+    'content-type': 'application/x-ndjson; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  });
+  res.flushHeaders();
+  ctx.streamStarted(200);
+  let closed = false;
+  const write = (e: SpcdEvent | { type: 'heartbeat'; at: number }): void => {
+    if (closed) return;
+    if (res.writableLength > limits.streamBacklogBytes) {
+      ctx.deps.log.warn({ backlog: res.writableLength }, 'events client too slow; dropping it');
+      cleanup();
+      res.destroy();
+      return;
+    }
+    res.write(JSON.stringify(e) + '\n');
+  };
+  const unsubscribe = ctx.deps.status.subscribe(write);
+  const heartbeat = setInterval(() => write({ type: 'heartbeat', at: Date.now() }), limits.heartbeatMs);
+  const cleanup = (): void => {
+    if (closed) return;
+    closed = true;
+    clearInterval(heartbeat);
+    unsubscribe();
+  };
+  res.on('close', cleanup);
+  return { kind: 'streamed' };
+}
+
+/**
+ * `?tail=N` (default 100, at most 10000) lines, then with `?follow=1` new
+ * lines as they come. An unknown container answers 404 before anything is
+ * streamed; an error after the stream began ends it with a last line
+ * "spcd: CODE: message".
+ */
+export async function getLogs(ctx: RouteContext): Promise<RouteResult> {
+  const { res, deps, limits } = ctx;
+  const name = ctx.params.name ?? '';
+  const tail = queryInt(ctx.query, 'tail', 100, 0, MAX_TAIL);
+  const follow = queryBool(ctx.query, 'follow');
+  if (!deps.status.container(name))
+    throw new SpcdError('NOT_FOUND', `no container named ${name}`, { container: name });
+  res.writeHead(200, {
+    'content-type': 'text/plain; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  });
+  res.flushHeaders();
+  ctx.streamStarted(200);
+  let closed = false;
+  let stop: (() => void) | null = null;
+  const backlogCap = limits.streamBacklogBytes * 16;
+  const finish = (): void => {
+    if (closed) return;
+    closed = true;
+    stop?.();
+  };
+  res.on('close', finish);
+  try {
+    stop = await deps.status.logs(name, {
+      tail,
+      follow,
+      onLine: (line) => {
+        if (closed) return;
+        if (res.writableLength > backlogCap) {
+          deps.log.warn({ container: name }, 'logs client too slow; dropping it');
+          res.destroy();
+          return;
+        }
+        res.write(line.endsWith('\n') ? line : line + '\n');
+      },
+      onEnd: () => {
+        if (!closed) res.end();
+      },
+    });
+    if (closed) stop();
+  } catch (err) {
+    const e =
+      err instanceof SpcdError ? err : new SpcdError('INTERNAL', 'log stream failed; see the spcd log');
+    if (!(err instanceof SpcdError)) deps.log.error({ err, container: name }, 'log stream failed');
+    if (!closed) res.end(`spcd: ${e.code}: ${e.message}\n`);
+  }
+  return { kind: 'streamed' };
+}
