@@ -196,7 +196,8 @@ cmd_console_watch() {
 cmd_api_probe() {
   local root="$1" image="$2" run_id="$3"
   local name="spcd-e2e-probe-$run_id"
-  "$DOCKER" run -d --name "$name" --label "spcd-e2e.run=$run_id" --net=none \
+  local id
+  id=$("$DOCKER" run -d --name "$name" --label "spcd-e2e.run=$run_id" --net=none \
     -v "$root/run/libvirt:/run/libvirt" -v "$root/probe:/probe" \
     --entrypoint /bin/bash "$image" -c '
       while :; do
@@ -204,7 +205,8 @@ cmd_api_probe() {
         if timeout 5 virsh -q -c qemu:///system version --daemon >/dev/null 2>&1; then r=ok; else r=fail; fi
         echo "$t $EPOCHREALTIME $r" >>/probe/api.log
         sleep 0.05
-      done' >/dev/null
+      done')
+  echo "$id" >>"$root/probe/containers"
   echo "probe_container=$name"
 }
 

@@ -134,8 +134,9 @@ for spec in "upgrade-9-to-11 spcd-e2e/libvirt:trixie" "restart-11 spcd-e2e/libvi
   max_gap=$(fmax "$max_gap" "$LAST_GAP")
 done
 
-hazard=0
+hazard=skipped
 if [ "${SPCD_E2E_SKIP_DOWNGRADE:-0}" != 1 ]; then
+  hazard=0
   # The facts doc's hazard needs a guest that libvirt 11 started: its status
   # XML carries capability flags libvirt 9 does not know. The first guest was
   # started by libvirt 9, so start a second one here.
@@ -157,7 +158,7 @@ if [ "${SPCD_E2E_SKIP_DOWNGRADE:-0}" != 1 ]; then
     hazard=1
   fi
   logs=$("$DOCKER" logs "$container" 2>&1 || true)
-  why=$(grep -E "capabilities flag|Failed to load config for domain '$GUEST2'" <<<"$logs" | head -n1 | sed 's/^.*error : //' | cut -c1-200 || true)
+  why=$(grep -m1 -E "capabilities flag|Failed to load config for domain '$GUEST2'" <<<"$logs" | sed 's/^.*error : //' | cut -c1-200 || true)
   echo "downgrade_hazard_confirmed=$hazard libvirt9_log=\"${why//\"/\'}\""
 fi
 
