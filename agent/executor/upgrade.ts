@@ -82,7 +82,9 @@ export async function upgradeContainer(deps: ExecutorDeps, req: UpgradeRequest):
   const pullStart = clock.now();
   step('pull', oldGen ?? 0, 'begin', req.spec.image);
   const image = await resolveImage(deps, req.spec.image, req.pull, req.operationId, req.signal);
-  if (req.expectDigest && image.digest !== req.expectDigest) {
+  // The pin may be given bare (sha256:…) or as repo@sha256:…; the content digest decides.
+  const digestOf = (d: string | null | undefined): string | undefined => d?.slice(d.indexOf('@') + 1);
+  if (req.expectDigest && digestOf(image.digest) !== digestOf(req.expectDigest)) {
     throw new SpcdError(
       'IMAGE_DIGEST_MISMATCH',
       `${req.spec.image} has digest ${image.digest ?? 'none'}, expected ${req.expectDigest}`,
