@@ -1,0 +1,330 @@
+/** Fake StatusView / Actions for the API and spcctl tests, and for bench/api.ts. */
+import { SpcdError } from '../../agent/errors.js';
+import { EventBus, type SpcdEvent } from '../../agent/model/events.js';
+import type {
+  Actions,
+  ContainerHealthView,
+  ContainerStatus,
+  GenerationView,
+  LogStreamOptions,
+  OperationRef,
+  PlanView,
+  SetStatus,
+  StatusDocument,
+  StatusView,
+} from '../../agent/api/types.js';
+
+export function demoContainer(
+  name: string,
+  set: string,
+  over: Partial<ContainerStatus> = {},
+): ContainerStatus {
+  return {
+    name,
+    set,
+    generation: 3,
+    image: 'spcd-demo/service:1',
+    imageDigest: 'sha256:' + 'ab'.repeat(32),
+    containerId: 'c0ffee' + name.length.toString(16).padStart(4, '0'),
+    state: 'running',
+    health: 'healthy',
+    dockerHealth: null,
+    restartCount: 0,
+    startedAt: '2026-01-01T00:00:00.000Z',
+    lastError: null,
+    specHash: 'spec-' + name,
+    configHash: 'cfg-' + name,
+    operation: null,
+    ...over,
+  };
+}
+
+/** n containers spread over two top-level sets, one with a nested set. */
+export function demoSets(n = 3): SetStatus[] {
+  const compute: ContainerStatus[] = [];
+  const neutron: ContainerStatus[] = [];
+  const infra: ContainerStatus[] = [];
+  for (let i = 0; i < n; i++) {
+    const bucket = i % 3;
+    if (bucket === 0) compute.push(demoContainer(i === 0 ? 'nova_compute' : `nova_${i}`, 'compute'));
+    else if (bucket === 1)
+      neutron.push(demoContainer(i === 1 ? 'neutron_agent' : `neutron_${i}`, 'compute/neutron'));
+    else infra.push(demoContainer(i === 2 ? 'cron' : `infra_${i}`, 'infra'));
+  }
+  return [
+    {
+      name: 'compute',
+      path: 'compute',
+      description: 'Nova compute',
+      containers: compute,
+      sets: [
+        {
+          name: 'neutron',
+          path: 'compute/neutron',
+          description: 'Neutron agents',
+          containers: neutron,
+          sets: [],
+        },
+      ],
+    },
+    { name: 'infra', path: 'infra', description: 'Host services', containers: infra, sets: [] },
+  ];
+}
+
+export class FakeStatus implements StatusView {
+  readonly bus = new EventBus();
+  logLines: string[] = ['line 1', 'line 2', 'line 3'];
+  /** Set by a follow=1 logs call: push more lines, or end. */
+  follower: { push(line: string): void; end(): void; stopped: boolean } | null = null;
+
+  constructor(public setList: SetStatus[] = demoSets()) {}
+
+  async status(): Promise<StatusDocument> {
+    return {
+      version: '0.1.0-test',
+      instance: 'test',
+      host: { hostname: 'compute-1', kernel: '6.1.0' },
+      engine: { available: true, version: '20.10.24' },
+      sets: this.setList,
+    };
+  }
+  sets(): readonly SetStatus[] {
+    return this.setList;
+  }
+  set(path: string): SetStatus | undefined {
+    const find = (l: readonly SetStatus[]): SetStatus | undefined => {
+      for (const s of l) {
+        if (s.path === path) return s;
+        const inner = find(s.sets);
+        if (inner) return inner;
+      }
+      return undefined;
+    };
+    return find(this.setList);
+  }
+  container(name: string): ContainerStatus | undefined {
+    const walk = (l: readonly SetStatus[]): ContainerStatus | undefined => {
+      for (const s of l) {
+        const c = s.containers.find((x) => x.name === name) ?? walk(s.sets);
+        if (c) return c;
+      }
+      return undefined;
+    };
+    return walk(this.setList);
+  }
+  health(name: string): ContainerHealthView | undefined {
+    const c = this.container(name);
+    if (!c) return undefined;
+    return {
+      name,
+      status: c.health,
+      dockerHealth: null,
+      checks: [
+        {
+          name: 'port',
+          status: 'healthy',
+          consecutiveFailures: 0,
+          consecutiveSuccesses: 4,
+          history: [
+            {
+              at: '2026-01-01T00:00:10.000Z',
+              ok: true,
+              exitCode: 0,
+              timedOut: false,
+              durationMs: 12,
+              output: 'ok',
+            },
+          ],
+        },
+        {
+          name: 'rpc',
+          status: 'unhealthy',
+          consecutiveFailures: 2,
+          consecutiveSuccesses: 0,
+          history: [
+            {
+              at: '2026-01-01T00:00:10.000Z',
+              ok: false,
+              exitCode: null,
+              timedOut: true,
+              durationMs: 5000,
+              output: 'timed out',
+            },
+          ],
+        },
+      ],
+    };
+  }
+  generations(name: string): readonly GenerationView[] | undefined {
+    if (!this.container(name)) return undefined;
+    return [
+      {
+        generation: 3,
+        image: 'spcd-demo/service:2',
+        imageDigest: 'sha256:' + 'cd'.repeat(32),
+        specHash: 's3',
+        configHash: 'c3',
+        createdAt: '2026-01-03T00:00:00.000Z',
+        outcome: 'current',
+      },
+      {
+        generation: 2,
+        image: 'spcd-demo/service:1',
+        imageDigest: null,
+        specHash: 's2',
+        configHash: 'c2',
+        createdAt: '2026-01-02T00:00:00.000Z',
+        outcome: 'committed',
+      },
+    ];
+  }
+  async plan(): Promise<PlanView> {
+    return {
+      items: [{ container: 'nova_compute', set: 'compute', action: 'recreate', reason: 'image changed' }],
+      problems: [],
+    };
+  }
+  metrics(): string {
+    return '# TYPE spcd_reconcile_total counter\nspcd_reconcile_total 7\n';
+  }
+  subscribe(listener: (e: SpcdEvent) => void): () => void {
+    return this.bus.subscribe(listener);
+  }
+  async logs(name: string, opts: LogStreamOptions): Promise<() => void> {
+    if (!this.container(name)) throw new SpcdError('NOT_FOUND', `no container named ${name}`);
+    const lines = this.logLines.slice(Math.max(0, this.logLines.length - opts.tail));
+    for (const l of lines) opts.onLine(l);
+    const f = { push: (l: string) => opts.onLine(l), end: () => opts.onEnd(), stopped: false };
+    if (opts.follow) this.follower = f;
+    else opts.onEnd();
+    return () => {
+      f.stopped = true;
+    };
+  }
+}
+
+/**
+ * Actions that hold a container per operation: a second operation on a
+ * held container rejects CONFLICT, like the lead's real lock. release()
+ * finishes an operation (publishing its events on the bus).
+ */
+export class FakeActions implements Actions {
+  private seq = 0;
+  readonly held = new Map<string, string>();
+  readonly calls: { kind: string; target: string; opts: unknown }[] = [];
+  /** When set, operations finish by themselves after this many ms (with events). */
+  autoFinishMs: number | null = null;
+  failWith: SpcdError | null = null;
+
+  constructor(
+    private readonly status: FakeStatus,
+    private readonly holdMs = 0,
+  ) {}
+
+  private async begin(
+    kind: string,
+    target: string,
+    opts: unknown,
+    container: boolean,
+  ): Promise<OperationRef> {
+    this.calls.push({ kind, target, opts });
+    await new Promise((r) => setTimeout(r, this.holdMs));
+    if (this.failWith) throw this.failWith;
+    if (container) {
+      const c = this.status.container(target);
+      if (!c) throw new SpcdError('NOT_FOUND', `no container named ${target}`, { container: target });
+      const expected = (opts as { expectedGeneration?: number }).expectedGeneration;
+      if (expected !== undefined && expected !== c.generation) {
+        throw new SpcdError(
+          'GENERATION_MISMATCH',
+          `expected generation ${expected}, current is ${c.generation}`,
+          {
+            expected,
+            current: c.generation,
+          },
+        );
+      }
+      const holder = this.held.get(target);
+      if (holder)
+        throw new SpcdError('CONFLICT', `${target} is held by operation ${holder}`, { operationId: holder });
+    }
+    const ref: OperationRef = {
+      operationId: `op-${++this.seq}`,
+      kind,
+      target,
+      acceptedAt: new Date(0).toISOString(),
+    };
+    if (container) this.held.set(target, ref.operationId);
+    if (this.autoFinishMs !== null) {
+      const ms = this.autoFinishMs;
+      setTimeout(() => this.finish(ref, true), ms);
+    }
+    return ref;
+  }
+
+  /** Publishes a short operation story on the bus and frees the container. */
+  finish(ref: OperationRef, ok: boolean): void {
+    const bus = this.status.bus;
+    const at = Date.now();
+    bus.publish({
+      type: 'operation',
+      at,
+      operationId: ref.operationId,
+      kind: ref.kind,
+      target: ref.target,
+      phase: 'running',
+    });
+    bus.publish({
+      type: 'pull-progress',
+      at,
+      operationId: ref.operationId,
+      image: 'spcd-demo/service:2',
+      status: 'Downloading',
+      current: 50,
+      total: 100,
+    });
+    bus.publish({
+      type: 'upgrade-step',
+      at,
+      operationId: ref.operationId,
+      container: ref.target,
+      step: 'health-gate',
+      generation: 4,
+      outcome: 'done',
+    });
+    bus.publish({
+      type: 'operation',
+      at,
+      operationId: ref.operationId,
+      kind: ref.kind,
+      target: ref.target,
+      phase: ok ? 'succeeded' : 'failed',
+      ...(ok ? {} : { error: { code: 'HEALTH_GATE_FAILED', message: 'not healthy in 60s' } }),
+    });
+    this.held.delete(ref.target);
+  }
+
+  restart(name: string, opts: { expectedGeneration?: number }): Promise<OperationRef> {
+    return this.begin('restart', name, opts, true);
+  }
+  stop(name: string, opts: { expectedGeneration?: number }): Promise<OperationRef> {
+    return this.begin('stop', name, opts, true);
+  }
+  start(name: string, opts: { expectedGeneration?: number }): Promise<OperationRef> {
+    return this.begin('start', name, opts, true);
+  }
+  upgrade(name: string, opts: { image: string; expectedGeneration?: number }): Promise<OperationRef> {
+    return this.begin('upgrade', name, opts, true);
+  }
+  rollback(name: string, opts: { toGeneration?: number; force?: boolean }): Promise<OperationRef> {
+    return this.begin('rollback', name, opts, true);
+  }
+  upgradeSet(path: string, opts: { images?: Readonly<Record<string, string>> }): Promise<OperationRef> {
+    if (!this.status.set(path))
+      return Promise.reject(new SpcdError('NOT_FOUND', `no set ${path}`, { set: path }));
+    return this.begin('upgrade-set', path, opts, false);
+  }
+  reload(): Promise<OperationRef> {
+    return this.begin('reload', 'definitions', {}, false);
+  }
+}
