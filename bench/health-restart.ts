@@ -138,12 +138,13 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
           status: string;
           id: string;
           timeNano: number;
-          Actor?: { Attributes?: { name?: string } };
+          Actor?: { Attributes?: Record<string, string> };
         };
+        // spcd's own label names the container, whatever Docker name a generation has.
         seen.push({
           status: e.status,
           id: e.id,
-          name: e.Actor?.Attributes?.name ?? '',
+          name: e.Actor?.Attributes?.['spcd.container'] ?? '',
           timeNano: e.timeNano,
         });
       }
@@ -152,8 +153,13 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
     const samples: number[] = [];
     for (let i = 0; i < N; i++) {
       const name = `${prefix}_${i}`;
-      const info = await docker.getContainer(name).inspect();
-      const pid = info.State.Pid;
+      const c = await waitFor(`${name} running`, 30_000, async () => {
+        const [x] = await docker.listContainers({
+          filters: { label: [`spcd.instance=${instance}`, `spcd.container=${name}`], status: ['running'] },
+        });
+        return x;
+      });
+      const pid = (await docker.getContainer(c.Id).inspect()).State.Pid;
       if (!pid) throw new Error(`${name} is not running`);
       process.kill(pid, 'SIGKILL');
       const die = await waitFor(`die of ${name}`, 10_000, () =>
