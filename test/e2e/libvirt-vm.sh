@@ -156,12 +156,17 @@ cmd_start_guest() {
   cmd_qemu_pid "$root" "$name"
 }
 
+# domstate=absent only when this container's daemon answers and does not know
+# the domain; domstate=api-down (exit 1) when the daemon does not answer.
 cmd_domstate() {
   local container="$1" name="$2" s
   if s=$(e2e_virsh "$container" domstate "$name" 2>/dev/null); then
     echo "domstate=$(echo "$s" | head -n1 | tr ' ' '_')"
-  else
+  elif e2e_virsh "$container" version --daemon >/dev/null 2>&1; then
     echo "domstate=absent"
+  else
+    echo "domstate=api-down"
+    return 1
   fi
 }
 

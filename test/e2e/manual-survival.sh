@@ -104,7 +104,7 @@ swap() {
   pid=$(kv qemu_pid "$line")
   start=$(kv qemu_start "$line")
   alive=$(kv qemu_alive "$line")
-  state=$(bash "$V" domstate "$container" "$GUEST" | sed 's/domstate=//')
+  state=$(bash "$V" domstate "$container" "$GUEST" | sed 's/domstate=//' || true)
   persistent=$(bash -c "'$DOCKER' exec '$container' virsh -q -c qemu:///system dominfo '$GUEST' 2>/dev/null" | awk '/^Persistent:/ { print $2 }')
   local ok=1 reason=""
   [ "$pid" = "$pid0" ] || { ok=0; reason+="pid-changed,"; }
@@ -147,10 +147,12 @@ if [ "${SPCD_E2E_SKIP_DOWNGRADE:-0}" != 1 ]; then
   bash "$V" wait-counter "$ROOT" "$GUEST2" 2 90 >/dev/null
   echo "step=start-second image=spcd-e2e/libvirt:trixie guest=$GUEST2 qemu_pid=$pid2 qemu_start=$start2"
   LAST_API=nan LAST_GAP=nan
-  dline=$(swap downgrade-11-to-9 spcd-e2e/libvirt:bookworm observe || true)
+  # Not in $(...): swap must update $container in this shell.
+  swap downgrade-11-to-9 spcd-e2e/libvirt:bookworm observe >"$ROOT/probe/downgrade.line" || true
+  dline=$(cat "$ROOT/probe/downgrade.line")
   echo "$dline guest=$GUEST"
   line2=$(bash "$V" qemu-pid "$ROOT" "$GUEST2" "$pid2" || true)
-  state2=$(bash "$V" domstate "$container" "$GUEST2" | sed 's/domstate=//')
+  state2=$(bash "$V" domstate "$container" "$GUEST2" | sed 's/domstate=//' || true)
   echo "step=downgrade-11-to-9 guest=$GUEST2 $line2 domstate=$state2"
   # The hazard: qemu lives on (same PID and start time) but libvirt 9 lost it.
   if [ "$state2" = absent ] && [ "$(kv qemu_pid "$line2")" = "$pid2" ] &&
