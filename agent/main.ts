@@ -8,6 +8,7 @@ import { SpcdError } from './errors.js';
 import { buildDaemon, describeStartupError } from './daemon/daemon.js';
 import { parseSettings, usage } from './daemon/settings.js';
 import { serveApi } from './daemon/serve-api.js';
+import { SdNotify } from './daemon/sdnotify.js';
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let settings;
@@ -23,9 +24,19 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     return 2;
   }
   const log = createLogger({ level: settings.logLevel });
+  const notify = new SdNotify(env, { log });
+  // The watchdog is fed only from the reconcile loop's heartbeat: a hung loop starves it.
+  let lastBeat = 0;
+  const beatEvery = Math.max(1_000, (notify.watchdogIntervalMs() ?? 10_000) / 2);
+  const onHeartbeat = (): void => {
+    const now = Date.now();
+    if (now - lastBeat < beatEvery) return;
+    lastBeat = now;
+    notify.watchdog();
+  };
   let daemon;
   try {
-    daemon = await buildDaemon(settings, log, { env });
+    daemon = await buildDaemon(settings, log, { env, onHeartbeat });
   } catch (err) {
     process.stderr.write(`spcd: cannot start: ${describeStartupError(err)}\n`);
     log.error({ err: describeStartupError(err) }, 'cannot start');
@@ -43,6 +54,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   const stop = (signal: string): Promise<void> => {
     stopping ??= (async () => {
       log.info({ signal }, 'stopping; managed containers keep running');
+      notify.stopping();
       await api?.close();
       await daemon.stop();
     })();
@@ -65,6 +77,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     }
   }
   log.info({ socket: settings.socketPath, instance: settings.instance }, 'spcd ready');
+  notify.ready('sets adopted; API listening');
   await done;
   return 0;
 }

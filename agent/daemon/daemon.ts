@@ -65,7 +65,7 @@ export async function loadDefinitions(settings: Settings): Promise<DesiredState>
 export async function buildDaemon(
   settings: Settings,
   log: Logger,
-  opts: { clock?: Clock; config?: ConfigPort; env?: NodeJS.ProcessEnv } = {},
+  opts: { clock?: Clock; config?: ConfigPort; env?: NodeJS.ProcessEnv; onHeartbeat?: () => void } = {},
 ): Promise<DaemonParts & { start(): Promise<void>; stop(): Promise<void> }> {
   const clock = opts.clock ?? systemClock;
   const events = new EventBus();
@@ -110,6 +110,7 @@ export async function buildDaemon(
     clock,
     instance: settings.instance,
     relistMs: settings.relistMs,
+    ...(opts.onHeartbeat ? { onHeartbeat: opts.onHeartbeat } : {}),
   });
   const operations = new Operations({ events, clock, log: log.child({ room: 'operations' }) });
   const computeDesired = async (): Promise<ReturnType<typeof desiredContainers>> => {

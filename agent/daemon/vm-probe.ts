@@ -26,8 +26,10 @@ export class ProcVmProbe implements VmProbe {
       } catch {
         continue;
       }
+      // A controller line placing it under /machine is enough: libvirt moves qemu only in the
+      // hierarchies it manages, so name=systemd and the unified line still say /docker/<id>.
       const m = /:(?:\/machine\.slice\/|\/machine\/)([^/\n]+)/.exec(cg);
-      if (!m || cg.includes('/docker/')) continue;
+      if (!m) continue;
       const name = (m[1] ?? '').replace(/\.(libvirt-qemu|scope)$/, '');
       out.push({ pid: Number(e), name });
     }
