@@ -1,0 +1,102 @@
+import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { cleanupInstance, DOCKER_SOCKET, inspect } from '../support/docker.js';
+import { waitFor } from '../support/wait.js';
+
+/**
+ * The engine's socket goes away for a while: spcd talks to dockerd through a
+ * unix-socket proxy the test can cut (connections reset, new ones refused)
+ * and restore, without disturbing the shared dockerd.
+ */
+class SocketProxy {
+  private server: Server | undefined;
+  private readonly conns = new Set<Socket>();
+  constructor(readonly path: string) {}
+
+  async up(): Promise<void> {
+    rmSync(this.path, { force: true });
+    this.server = createServer((client) => {
+      const upstream = connect(DOCKER_SOCKET);
+      this.conns.add(client).add(upstream);
+      client.pipe(upstream).pipe(client);
+      const drop = (): void => {
+        client.destroy();
+        upstream.destroy();
+        this.conns.delete(client);
+        this.conns.delete(upstream);
+      };
+      client.on('error', drop).on('close', drop);
+      upstream.on('error', drop).on('close', drop);
+    });
+    await new Promise<void>((r) => this.server!.listen(this.path, r));
+  }
+
+  async down(): Promise<void> {
+    for (const c of this.conns) c.destroy();
+    this.conns.clear();
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+    this.server = undefined;
+    rmSync(this.path, { force: true });
+  }
+}
+
+const sb: Sandbox = sandbox('outage');
+const n = (s: string): string => `${sb.instance}-${s}`;
+const proxy = new SocketProxy(join(sb.root, 'docker.sock'));
+let spcd: SpcdProcess;
+
+const status = (): {
+  engine: { available: boolean };
+  sets: { containers: { name: string; state: string }[] }[];
+} =>
+  JSON.parse(
+    execFileSync('curl', ['-sf', '--unix-socket', sb.socket, 'http://spcd/v1/status'], { encoding: 'utf8' }),
+  );
+
+beforeAll(async () => {
+  await proxy.up();
+  writeSet(
+    sb,
+    'o.yaml',
+    `set: o\ncontainers:\n  ${n('a')}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n  ${n('b')}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
+  );
+  spcd = SpcdProcess.start(sb, ['--docker-socket', proxy.path]);
+  await spcd.ready();
+  await waitFor(
+    'both running',
+    async () => (await inspect(n('a')))?.State.Running && (await inspect(n('b')))?.State.Running,
+  );
+});
+
+afterAll(async () => {
+  await spcd?.stop();
+  await proxy.down();
+  await cleanupInstance(sb.instance);
+});
+
+describe('engine outage', () => {
+  it('reports the engine unavailable, acts on nothing, and resumes without recreating', async () => {
+    const before = {
+      a: (await inspect(n('a')))!.State.StartedAt,
+      b: (await inspect(n('b')))!.State.StartedAt,
+    };
+    await proxy.down(); // the event stream is cut too
+    await waitFor('engine reported unavailable', () => !status().engine.available, { timeoutMs: 15_000 });
+    expect(status().sets[0]!.containers.map((c) => c.state)).toEqual(['unknown', 'unknown']);
+    // While spcd cannot see the engine, a container really exits: spcd must not act (it cannot), nor misread the cut.
+    execFileSync('/usr/bin/docker', ['kill', n('b')]);
+    expect(spcd.logged('"to":"exited"')).toBe(false);
+    await proxy.up();
+    await waitFor('engine available again', () => status().engine.available, { timeoutMs: 15_000 });
+    // a was running throughout: adopted as is. b really exited: restarted once the engine answered.
+    await waitFor('b restarted', async () => (await inspect(n('b')))?.State.Running, { timeoutMs: 15_000 });
+    expect((await inspect(n('a')))!.State.StartedAt).toBe(before.a);
+    expect((await inspect(n('a')))!.Config.Labels['spcd.generation']).toBe('1');
+    expect((await inspect(n('b')))!.Config.Labels['spcd.generation']).toBe('1');
+    expect((await inspect(n('b')))!.State.StartedAt).not.toBe(before.b);
+  });
+});

@@ -1,0 +1,178 @@
+import { describe, expect, it } from 'vitest';
+import { specHash } from '../../agent/model/hash.js';
+import type { ObservedContainer } from '../../agent/model/observed.js';
+import type { ContainerSpec } from '../../agent/model/spec.js';
+import { plan } from '../../agent/planner/plan.js';
+import { NO_FACTS, type DesiredContainer, type RuntimeFacts } from '../../agent/planner/types.js';
+
+function spec(name: string, over: Partial<ContainerSpec> = {}): ContainerSpec {
+  return {
+    name,
+    set: 's',
+    image: 'img:1',
+    environment: {},
+    privileged: false,
+    pid: 'private',
+    network: 'none',
+    ipc: 'private',
+    uts: 'private',
+    cgroupns: 'private',
+    binds: [],
+    tmpfs: [],
+    devices: [],
+    capAdd: [],
+    capDrop: [],
+    securityOpt: [],
+    ulimits: [],
+    sysctls: {},
+    init: false,
+    labels: {},
+    stopSignal: 'SIGTERM',
+    stopGraceMs: 10_000,
+    dependsOn: [],
+    healthchecks: [],
+    role: 'service',
+    config: [],
+    bootstrap: [],
+    source: 'test:1',
+    ...over,
+  };
+}
+
+const desired = (s: ContainerSpec, configHash = 'none'): DesiredContainer => ({
+  spec: s,
+  specHash: specHash(s),
+  configHash,
+});
+
+function observed(d: DesiredContainer, over: Partial<ObservedContainer> = {}, gen = 1): ObservedContainer {
+  return {
+    id: `${d.spec.name}-id-${gen}`,
+    name: d.spec.name,
+    identity: {
+      instance: 'i',
+      set: 's',
+      container: d.spec.name,
+      generation: gen,
+      specHash: d.specHash,
+      configHash: d.configHash,
+    },
+    state: 'running',
+    image: d.spec.image,
+    imageId: 'sha256:x',
+    startedAt: '2026-01-01T00:00:00Z',
+    finishedAt: '',
+    exitCode: 0,
+    pid: 100,
+    ...over,
+  };
+}
+
+const NOW = 1_000_000;
+const facts = (entries: [string, Partial<RuntimeFacts>][]): Map<string, RuntimeFacts> =>
+  new Map(entries.map(([k, v]) => [k, { ...NO_FACTS, ...v }]));
+
+describe('planner', () => {
+  it('creates missing containers, dependencies first, and waits for dependencies to run', () => {
+    const a = desired(spec('a'));
+    const b = desired(spec('b', { dependsOn: ['a'] }));
+    const p1 = plan({ desired: [a, b], observed: [], facts: new Map(), now: NOW });
+    expect(p1.steps.map((s) => [s.kind, s.kind === 'remove' ? '' : s.desired.spec.name])).toEqual([
+      ['create', 'a'],
+    ]);
+    expect(p1.waiting).toEqual([{ container: 'b', reason: 'waiting for a' }]);
+    const p2 = plan({ desired: [a, b], observed: [observed(a)], facts: new Map(), now: NOW });
+    expect(p2.steps.map((s) => s.kind)).toEqual(['create']);
+  });
+
+  it('leaves matching containers alone', () => {
+    const a = desired(spec('a'));
+    expect(plan({ desired: [a], observed: [observed(a)], facts: new Map(), now: NOW }).steps).toEqual([]);
+  });
+
+  it('does not recreate for reordered keys or equivalent units (same normalized spec)', () => {
+    const one = spec('a', { memoryBytes: 64 * 1024 * 1024, environment: { A: '1', B: '2' } });
+    const two = spec('a', { environment: { B: '2', A: '1' }, memoryBytes: 67108864 });
+    const running = observed(desired(one));
+    expect(plan({ desired: [desired(two)], observed: [running], facts: new Map(), now: NOW }).steps).toEqual(
+      [],
+    );
+  });
+
+  it('replaces a container whose spec or config changed, and names the reason', () => {
+    const old = desired(spec('a'));
+    const changed = desired(spec('a', { image: 'img:2' }));
+    const p = plan({ desired: [changed], observed: [observed(old)], facts: new Map(), now: NOW });
+    expect(p.steps).toMatchObject([{ kind: 'replace', reason: 'spec changed' }]);
+    const cfg = desired(spec('a'), 'v1-new');
+    const q = plan({
+      desired: [cfg],
+      observed: [observed(desired(spec('a'), 'v1-old'))],
+      facts: new Map(),
+      now: NOW,
+    });
+    expect(q.steps).toMatchObject([{ kind: 'replace', reason: 'config changed' }]);
+  });
+
+  it('never recreates for a hash of another scheme (kubernetes#53644)', () => {
+    const d = desired(spec('a'));
+    const o = observed(d);
+    const foreignScheme = { ...o, identity: { ...o.identity, specHash: 'v0-abc' } };
+    expect(plan({ desired: [d], observed: [foreignScheme], facts: new Map(), now: NOW }).steps).toEqual([]);
+  });
+
+  it('removes only labelled containers whose definition was deleted', () => {
+    const a = desired(spec('a'));
+    const gone = desired(spec('gone'));
+    const p = plan({ desired: [a], observed: [observed(a), observed(gone)], facts: new Map(), now: NOW });
+    expect(p.steps).toMatchObject([
+      { kind: 'remove', reason: 'definition deleted', observed: { name: 'gone' } },
+    ]);
+  });
+
+  it('restarts an exited container once its backoff has passed, and reports the wait before', () => {
+    const a = desired(spec('a'));
+    const exited = observed(a, { state: 'exited', exitCode: 1, finishedAt: '2026-01-01T00:00:01Z' });
+    const waiting = plan({
+      desired: [a],
+      observed: [exited],
+      facts: facts([['a', { nextAttemptAt: NOW + 4000 }]]),
+      now: NOW,
+    });
+    expect(waiting.steps).toEqual([]);
+    expect(waiting.waiting).toEqual([{ container: 'a', reason: 'backoff' }]);
+    expect(waiting.wakeAt).toBe(NOW + 4000);
+    const due = plan({
+      desired: [a],
+      observed: [exited],
+      facts: facts([['a', { nextAttemptAt: NOW }]]),
+      now: NOW,
+    });
+    expect(due.steps).toMatchObject([{ kind: 'start', reason: 'exited with 1' }]);
+  });
+
+  it('keeps operator-stopped and failed containers as they are, and skips busy ones', () => {
+    const a = desired(spec('a'));
+    const stopped = observed(a, { state: 'exited', finishedAt: 'x' });
+    expect(
+      plan({ desired: [a], observed: [stopped], facts: facts([['a', { heldStopped: true }]]), now: NOW })
+        .steps,
+    ).toEqual([]);
+    expect(
+      plan({ desired: [a], observed: [stopped], facts: facts([['a', { failed: true }]]), now: NOW }).steps,
+    ).toEqual([]);
+    const changed = desired(spec('a', { image: 'img:9' }));
+    expect(
+      plan({ desired: [changed], observed: [observed(a)], facts: facts([['a', { busy: true }]]), now: NOW })
+        .steps,
+    ).toEqual([]);
+  });
+
+  it('removes a stray instance beside the one under the stable name', () => {
+    const a = desired(spec('a'));
+    const primary = observed(a, {}, 3);
+    const stray = observed(a, { name: 'a.g2.old', state: 'exited' }, 2);
+    const p = plan({ desired: [a], observed: [primary, stray], facts: new Map(), now: NOW });
+    expect(p.steps).toMatchObject([{ kind: 'remove', observed: { name: 'a.g2.old' } }]);
+  });
+});
