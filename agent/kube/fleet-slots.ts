@@ -145,8 +145,11 @@ export class FleetSlots {
         log.info({ slot: name, previous: seen.spec?.holderIdentity ?? null }, 'fleet slot taken');
         return new SlotHandle(name, got, now);
       } catch (err) {
-        // 409: another node created or updated it first; try the next slot.
-        if (isSpcdError(err, 'LEASE_CONFLICT')) continue;
+        // 409 on create: another node made this slot first; the others may still be free.
+        if (isSpcdError(err, 'LEASE_CONFLICT') && !seen) continue;
+        // 409 on update: our list is stale, and so is what it says of the other
+        // slots; end the pass instead of racing the whole fleet for each of them.
+        if (isSpcdError(err, 'LEASE_CONFLICT')) return undefined;
         throw err;
       }
     }

@@ -133,7 +133,9 @@ export class FakeKubeServer {
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });
-    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) =>
+      this.server!.listen({ port, host: '127.0.0.1', backlog: 4096 }, resolve),
+    );
     this.port = (this.server.address() as AddressInfo).port;
     return this.url;
   }
