@@ -208,7 +208,11 @@ if [ "${SPCD_E2E_PARALLEL:-1}" = 1 ] && [ "$#" -gt 1 ]; then
   done
   for p in "${pids[@]}"; do wait "$p" || rc=1; done
 else
-  for s in "$@"; do (build_one "$s") || rc=1; done
+  # Background + wait, not `(...) || rc=1`: that would turn off set -e inside.
+  for s in "$@"; do
+    (build_one "$s") &
+    wait "$!" || rc=1
+  done
 fi
 echo "phase=total seconds=$(elapsed "$T0" "$(now)") status=$([ "$rc" = 0 ] && echo ok || echo failed)"
 exit "$rc"
