@@ -1,0 +1,182 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isSpcdError, type SpcdError } from '../../agent/errors.js';
+import type { ContainerSpec } from '../../agent/model/spec.js';
+import { cleanupInstance, inspect } from '../support/docker.js';
+import { UpgradeHarness } from '../support/upgrade-harness.js';
+import { waitFor } from '../support/wait.js';
+
+/**
+ * The demo libvirt stand-in ("demo-service libvirt") with two stand-in VMs
+ * (`vm-start`: a process that moves itself into /machine/spcd-demo-NAME in
+ * every cgroup v1 hierarchy, as libvirt does with qemu). Across 20 cycles of
+ * a successful upgrade and an automatic rollback, plus a refused and then a
+ * forced downgrade, the VM processes keep their PIDs and start times.
+ */
+let h: UpgradeHarness;
+let name: string;
+let base: ContainerSpec;
+const vms: { name: string; pid: number; start: string }[] = [];
+const tag = `${process.pid % 10000}${Math.floor(Math.random() * 1000)}`;
+
+function hvBody(root: string, image: string): string {
+  return `
+image: ${image}
+command: [demo-service, libvirt]
+role: hypervisor
+privileged: false
+cap_add: [ALL]
+cap_drop: [SYS_RESOURCE]
+pid: host
+network: host
+cgroupns: host
+init: true
+binds:
+  - /sys/fs/cgroup:/sys/fs/cgroup
+  - ${root}/run-libvirt:/run/libvirt
+  - ${root}/lib-libvirt:/var/lib/libvirt
+tmpfs: [/sys/fs/cgroup/unified]
+stop_grace_period: 2s`;
+}
+
+/** Field 22 of /proc/PID/stat (start time in clock ticks since boot); comm may hold spaces. */
+function startTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[22 - 3];
+  } catch {
+    return undefined;
+  }
+}
+
+function assertVmsAlive(when: string): void {
+  for (const vm of vms) {
+    expect(startTime(vm.pid), `${vm.name} (pid ${vm.pid}) ${when}`).toBe(vm.start);
+    expect(readFileSync(`/proc/${vm.pid}/cgroup`, 'utf8')).toContain(`/machine/spcd-demo-${vm.name}`);
+  }
+}
+
+beforeAll(async () => {
+  h = await UpgradeHarness.create('upgvm', { minReadyMs: 300, gateDeadlineMs: 10_000 });
+  mkdirSync(join(h.root, 'run-libvirt'));
+  mkdirSync(join(h.root, 'lib-libvirt'));
+  name = `${h.instance}-libvirt`;
+  base = await h.spec(name, hvBody(h.root, 'spcd-demo/service:1'));
+  await h.createFirst(base);
+  await waitFor('hypervisor running', async () => (await inspect(name))?.State.Running);
+  for (const vm of [`a${tag}`, `b${tag}`]) {
+    const out = execFileSync('/usr/bin/docker', ['exec', name, 'vm-start', vm], { encoding: 'utf8' });
+    const pid = Number(out.trim());
+    expect(pid).toBeGreaterThan(1);
+    vms.push({ name: vm, pid, start: startTime(pid)! });
+  }
+  const seen = await h.deps.vms.runningVms();
+  for (const vm of vms) expect(seen).toContainEqual({ pid: vm.pid, name: `spcd-demo-${vm.name}` });
+});
+
+afterAll(async () => {
+  await h?.close();
+  if (h) await cleanupInstance(h.instance);
+  for (const vm of vms) {
+    try {
+      process.kill(vm.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  for (const vm of vms) {
+    await waitFor(`${vm.name} gone`, () => !existsSync(`/proc/${vm.pid}`), { timeoutMs: 5_000 }).catch(
+      () => undefined,
+    );
+    for (const hier of readdirSync('/sys/fs/cgroup')) {
+      const d = `/sys/fs/cgroup/${hier}/machine/spcd-demo-${vm.name}`;
+      if (existsSync(d)) {
+        try {
+          rmdirSync(d);
+        } catch {
+          // busy or not a directory we can remove: leave it
+        }
+      }
+    }
+  }
+});
+
+async function expectRefused(spec: ContainerSpec, opts: { force?: boolean } = {}): Promise<SpcdError> {
+  const before = await inspect(name);
+  const next0 = h.state.record(name)!.nextGeneration;
+  const err = await h.upgrade(spec, { ...opts }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(isSpcdError(err, 'VM_SAFETY_REFUSED'), String(err)).toBe(true);
+  const after = await inspect(name);
+  expect(after!.Id).toBe(before!.Id);
+  expect(after!.State.StartedAt).toBe(before!.State.StartedAt);
+  expect(after!.State.Running).toBe(true);
+  expect(h.state.record(name)!.nextGeneration).toBe(next0); // refused before a generation was allocated
+  expect(await h.instances(name)).toHaveLength(1);
+  assertVmsAlive('after a refusal');
+  return err as SpcdError;
+}
+
+describe('VMs survive hypervisor upgrades and rollbacks', () => {
+  it('refuses a definition that breaks a VM-safety rule while VMs run, and leaves the hypervisor alone', async () => {
+    const noCgroup = { ...base, binds: base.binds.filter((b) => b.target !== '/sys/fs/cgroup') };
+    const e1 = await expectRefused(noCgroup);
+    expect(e1.message).toContain('cgroup-bind');
+    const noPidHost = { ...base, pid: 'private' as const };
+    const e2 = await expectRefused(noPidHost);
+    expect(e2.message).toContain('pid-host');
+    // a broken definition is never forced
+    const e3 = await expectRefused(noPidHost, { force: true });
+    expect(e3.message).toContain('pid-host');
+  });
+
+  it('refuses a downgrade of the hypervisor while VMs run, and a forced one keeps them running', async () => {
+    const up = await h.upgrade({ ...base, image: 'spcd-demo/service:2' });
+    assertVmsAlive('after an upgrade to :2');
+    const current = (await h.current(name))!;
+    expect(current.identity.generation).toBe(up.generation);
+    const g1 = h.state.generation(name, 1)!; // :1, older than the running :2
+    const err = await expectRefused(g1.spec);
+    expect(err.details.rule).toBe('no-downgrade-with-vms');
+    const r = await h.upgrade(g1.spec, { kind: 'rollback', from: 1, force: true });
+    expect(r.warnings.join(' ')).toMatch(/forced downgrade/);
+    expect(r.previousGeneration).toBe(current.identity.generation);
+    expect(h.state.generation(name, r.generation)!.from).toBe(1);
+    expect((await inspect(name))!.Config.Image).toBe('spcd-demo/service:1');
+    assertVmsAlive('after a forced downgrade');
+  });
+  it('keeps the VM PIDs and start times across 20 upgrade + automatic-rollback cycles', async () => {
+    const windows: number[] = [];
+    for (let i = 1; i <= 20; i++) {
+      // A real upgrade (stop the hypervisor, start the new one): :1 -> :2 first, then :2 with a new spec.
+      const good = await h.upgrade({
+        ...base,
+        image: 'spcd-demo/service:2',
+        environment: { CYCLE: String(i) },
+      });
+      windows.push(good.window!.stopToRunningMs);
+      assertVmsAlive(`after upgrade ${i}`);
+      // An image that exits at once: the gate fails, the previous hypervisor is started again.
+      const bad = await h.upgrade({ ...base, image: 'spcd-demo/service:crash' }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isSpcdError(bad, 'HEALTH_GATE_FAILED'), String(bad)).toBe(true);
+      const now = await inspect(name);
+      expect(now!.Id).toBe(good.containerId);
+      expect(now!.State.Running).toBe(true);
+      assertVmsAlive(`after rollback ${i}`);
+    }
+    expect(await h.instances(name)).toHaveLength(1);
+    expect(h.journalFiles()).toEqual([]);
+    const rec = h.state.record(name)!;
+    expect(rec.generations.filter((g) => g.outcome === 'rolled-back').length).toBeGreaterThanOrEqual(9);
+    console.log(
+      `hypervisor stop->running windows (ms): min ${Math.min(...windows)} max ${Math.max(...windows)}`,
+    );
+  });
+});
