@@ -24,6 +24,8 @@ import { registryAuthFromFile } from './registry-auth.js';
 import type { Settings } from './settings.js';
 import { DaemonStatus } from './status-view.js';
 import { ProcVmProbe } from './vm-probe.js';
+import { runPreflight } from '../preflight/run.js';
+import type { PreflightReport } from '../preflight/types.js';
 
 export interface DaemonParts {
   readonly settings: Settings;
@@ -169,6 +171,7 @@ export async function buildDaemon(
   };
   const actions = new DaemonActions({ reconciler, exec, operations, definitions: () => definitions, reload });
   const version = packageVersion();
+  let preflight: PreflightReport | undefined;
   const status = new DaemonStatus({
     reconciler,
     state,
@@ -179,6 +182,7 @@ export async function buildDaemon(
     version,
     instance: settings.instance,
     hostFacts: () => Promise.resolve({ hostname: hostname(), pid: process.pid, node: process.version }),
+    preflight: () => preflight as unknown as Record<string, unknown> | undefined,
     plan: planView,
   });
   health.onChange((c) =>
@@ -207,6 +211,22 @@ export async function buildDaemon(
     status,
     actions,
     async start() {
+      const report = await runPreflight({
+        dockerInfo: () => engine.info().catch(() => undefined),
+        stateDir: settings.stateDir,
+        now: () => clock.now(),
+        hypervisorSet: allContainers(definitions.sets).some((c) => c.role === 'hypervisor'),
+      });
+      preflight = report;
+      if (!report.ok) {
+        log.error(
+          { blocking: report.blocking },
+          `preflight blocks new containers: ${report.blocking.join(', ')}`,
+        );
+        reconciler.blockCreates(report.blocking.join(', '));
+      } else {
+        log.info({ warnings: report.checks.filter((c) => !c.ok).map((c) => c.name) }, 'preflight passed');
+      }
       await reconciler.start(await computeDesired());
     },
     async stop() {

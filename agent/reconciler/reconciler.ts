@@ -45,6 +45,12 @@ export interface ContainerFacts {
   /** finishedAt of the last exit already counted. */
   lastExitSeen: string;
   pendingHeal: { reason: string } | null;
+  /**
+   * The listing number current when the last operation on it ended. A pass
+   * whose listing began at or before that number saw the container while it
+   * was held, so it neither counts an exit from it nor acts on it.
+   */
+  releasedAtListing: number;
 }
 
 export interface ReconcilerDeps {
@@ -86,7 +92,11 @@ export class Reconciler {
   private subscription: EventSubscription | undefined;
   private unsubscribeHealth: (() => void) | undefined;
   private lastPlan: Plan = { steps: [], waiting: [] };
+  /** Bumped just before each listing of the engine's containers. */
+  private listing = 0;
   private readonly backoff: BackoffPolicy;
+  /** When set, nothing new is created (a blocking preflight failure); running containers are still kept. */
+  private createBlock: string | null = null;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.backoff = deps.backoff ?? DEFAULT_BACKOFF;
@@ -120,6 +130,11 @@ export class Reconciler {
     // In-flight operations finish (an upgrade is not abandoned half way); containers keep running.
     await Promise.allSettled([...this.tasks]);
     this.lifecycle = 'stopped';
+  }
+
+  blockCreates(reason: string | null): void {
+    this.createBlock = reason;
+    this.trigger();
   }
 
   setDesired(desired: DesiredContainer[]): void {
@@ -167,10 +182,16 @@ export class Reconciler {
         restartCount: 0,
         lastExitSeen: '',
         pendingHeal: null,
+        releasedAtListing: -1,
       };
       this.facts.set(name, f);
     }
     return f;
+  }
+
+  /** Held now, or released after this pass's listing began (so the listing may predate its end). */
+  private heldDuringListing(f: ContainerFacts): boolean {
+    return f.operation !== null || f.releasedAtListing >= this.listing;
   }
 
   crashLooping(name: string): boolean {
@@ -223,6 +244,7 @@ export class Reconciler {
         return await fn();
       } finally {
         f.operation = null;
+        f.releasedAtListing = this.listing;
         this.trigger();
       }
     })();
@@ -312,6 +334,11 @@ export class Reconciler {
       status: 'unhealthy',
       output: a.lastOutputs[a.lastOutputs.length - 1] ?? '',
     });
+    // Act at once when the last observation shows this very instance running: a pass may be
+    // slow to come (its inspect of another container waits while the engine starts that one).
+    const d = this.desired.find((x) => x.spec.name === a.name);
+    if (this.lifecycle === 'running' && d && this.primary(a.name)?.id === a.containerId)
+      this.launchHeal(d, this.deps.clock.now());
     this.trigger();
   }
 
@@ -322,7 +349,7 @@ export class Reconciler {
       const f = this.factsOf(name);
       const rec = this.deps.exec.state.record(name);
       m.set(name, {
-        busy: f.operation !== null,
+        busy: this.heldDuringListing(f),
         heldStopped: rec?.heldStopped ?? false,
         failed: f.failed !== null,
         nextAttemptAt: f.backoff.nextAttemptAt,
@@ -347,6 +374,7 @@ export class Reconciler {
     let next = this.deps.relistMs;
     try {
       try {
+        this.listing += 1;
         this.observed = await this.deps.engine.listManaged(this.deps.instance);
         this.setEngine(true);
         if (!this.subscription) this.subscribe();
@@ -360,11 +388,33 @@ export class Reconciler {
       const now = this.deps.clock.now();
       await this.noteExits(now);
       this.syncHealth();
-      const p = plan({ desired: this.desired, observed: this.observed, facts: this.runtimeFacts(), now });
+      const planned = plan({
+        desired: this.desired,
+        observed: this.observed,
+        facts: this.runtimeFacts(),
+        now,
+      });
+      const block = this.createBlock;
+      const p = block
+        ? {
+            ...planned,
+            steps: planned.steps.filter((s) => s.kind !== 'create'),
+            waiting: [
+              ...planned.waiting,
+              ...planned.steps
+                .filter((s) => s.kind === 'create')
+                .map((s) => ({
+                  container: s.kind === 'create' ? s.desired.spec.name : '',
+                  reason: `preflight blocks: ${block}`,
+                })),
+            ],
+          }
+        : planned;
       this.lastPlan = p;
       this.launch(p.steps);
-      this.launchHeals(now);
+      const healAt = this.launchHeals(now);
       if (p.wakeAt !== undefined) next = Math.min(next, Math.max(0, p.wakeAt - now));
+      if (healAt !== undefined) next = Math.min(next, Math.max(0, healAt - now));
       this.deps.onHeartbeat?.();
     } finally {
       this.passRunning = false;
@@ -385,17 +435,28 @@ export class Reconciler {
       if (!p) continue;
       await this.deps.exec.state.observeGeneration(name, p.identity.generation);
       const f = this.factsOf(name);
-      if (f.operation || isRunning(p) || p.state === 'created' || !p.finishedAt) continue;
+      if (this.heldDuringListing(f) || isRunning(p) || p.state === 'created' || !p.finishedAt) continue;
       if (f.lastExitSeen === p.finishedAt) continue;
       f.lastExitSeen = p.finishedAt;
       if (this.deps.exec.state.record(name)?.heldStopped) continue;
       f.backoff = recordFailure(f.backoff, now, this.backoff);
+      const to = isCrashLooping(f.backoff, this.backoff) ? 'crash-looping' : 'exited';
+      this.deps.log.warn(
+        {
+          container: name,
+          exitCode: p.exitCode,
+          to,
+          failures: f.backoff.failures,
+          restartInMs: Math.max(0, f.backoff.nextAttemptAt - now),
+        },
+        to === 'crash-looping' ? 'container exited again: crash-looping' : 'container exited',
+      );
       this.deps.events.publish({
         type: 'state',
         at: now,
         container: name,
         from: 'running',
-        to: isCrashLooping(f.backoff, this.backoff) ? 'crash-looping' : 'exited',
+        to,
         reason: `exited with ${p.exitCode}`,
       });
     }
@@ -407,16 +468,21 @@ export class Reconciler {
       const name = d.spec.name;
       const p = this.primary(name);
       if (!p || p.state !== 'running' || d.spec.healthchecks.length === 0) continue;
-      if (this.factsOf(name).operation) {
+      if (this.heldDuringListing(this.factsOf(name))) {
         live.add(name);
         continue;
       }
       live.add(name);
-      if (this.watched.get(name) === p.id) {
+      // One watch per started instance: a restart keeps the container's id but starts a new
+      // start period and new counters.
+      const instance = `${p.id}@${p.startedAt}`;
+      const was = this.watched.get(name);
+      if (was === instance) {
         if (p.dockerHealth) this.deps.health.update(name, { dockerHealth: p.dockerHealth });
         continue;
       }
-      this.watched.set(name, p.id);
+      if (was !== undefined) this.deps.health.unwatch(name);
+      this.watched.set(name, instance);
       this.deps.health.watch({
         name,
         containerId: p.id,
@@ -491,59 +557,74 @@ export class Reconciler {
     }
   }
 
-  /** Unhealthy containers whose check asked for a restart, within their backoff. */
-  private launchHeals(now: number): void {
+  /**
+   * Unhealthy containers whose check asked for a restart, within their backoff.
+   * Returns the earliest time a heal waits for, so the pass wakes up then.
+   */
+  private launchHeals(now: number): number | undefined {
+    let wakeAt: number | undefined;
     for (const d of this.desired) {
-      const name = d.spec.name;
-      const f = this.factsOf(name);
-      if (!f.pendingHeal || f.operation) continue;
-      const p = this.primary(name);
-      if (!p || !isRunning(p)) {
-        f.pendingHeal = null;
-        continue;
-      }
-      if (f.failed) {
-        // action 'stop': stop it and leave it for an operator.
-        const reason = f.failed;
-        f.pendingHeal = null;
-        void this.runExclusive(name, `heal-${randomUUID().slice(0, 8)}`, () =>
-          this.deps.exec.engine.stop(p.id, d.spec.stopGraceMs).then(() => {
-            this.deps.events.publish({
-              type: 'state',
-              at: now,
-              container: name,
-              from: 'running',
-              to: 'failed',
-              reason,
-            });
-          }),
-        ).catch(() => undefined);
-        continue;
-      }
-      if (f.backoff.nextAttemptAt > now) {
-        this.schedule(Math.min(this.deps.relistMs, f.backoff.nextAttemptAt - now));
-        continue;
-      }
-      const reason = f.pendingHeal.reason;
-      f.pendingHeal = null;
-      f.restartCount += 1;
-      f.backoff = recordStart(f.backoff, now);
-      this.watched.delete(name);
-      void this.runExclusive(name, `heal-${randomUUID().slice(0, 8)}`, async () => {
-        this.deps.events.publish({
-          type: 'state',
-          at: now,
-          container: name,
-          from: 'running',
-          to: 'restarting',
-          reason,
-        });
-        await this.deps.exec.engine.stop(p.id, d.spec.stopGraceMs);
-        await this.deps.exec.engine.start(p.id);
-      }).catch((err: unknown) => {
-        const e = toSpcdError(err);
-        f.lastError = { code: e.code, message: e.message, at: this.deps.clock.now() };
-      });
+      const at = this.launchHeal(d, now);
+      if (at !== undefined) wakeAt = Math.min(wakeAt ?? Infinity, at);
     }
+    return wakeAt;
+  }
+
+  /** Heals one container if it asked for it and its backoff allows; else returns when it may. */
+  private launchHeal(d: DesiredContainer, now: number): number | undefined {
+    const name = d.spec.name;
+    const f = this.factsOf(name);
+    if (!f.pendingHeal || this.heldDuringListing(f)) return undefined;
+    const p = this.primary(name);
+    if (!p || !isRunning(p)) {
+      f.pendingHeal = null;
+      return undefined;
+    }
+    if (f.failed) {
+      // action 'stop': stop it and leave it for an operator.
+      const reason = f.failed;
+      f.pendingHeal = null;
+      void this.runExclusive(name, `heal-${randomUUID().slice(0, 8)}`, () =>
+        this.deps.exec.engine.stop(p.id, d.spec.stopGraceMs).then(() => {
+          this.deps.events.publish({
+            type: 'state',
+            at: now,
+            container: name,
+            from: 'running',
+            to: 'failed',
+            reason,
+          });
+        }),
+      ).catch(() => undefined);
+      return undefined;
+    }
+    if (f.backoff.nextAttemptAt > now) return f.backoff.nextAttemptAt;
+    const reason = f.pendingHeal.reason;
+    f.pendingHeal = null;
+    f.restartCount += 1;
+    f.backoff = recordStart(f.backoff, now);
+    // No probing while spcd stops and starts it; the next pass watches the new start afresh.
+    this.watched.delete(name);
+    this.deps.health.unwatch(name);
+    this.deps.log.warn(
+      { container: name, reason, failures: f.backoff.failures, restartCount: f.restartCount },
+      'restarting unhealthy container',
+    );
+    void this.runExclusive(name, `heal-${randomUUID().slice(0, 8)}`, async () => {
+      this.deps.events.publish({
+        type: 'state',
+        at: now,
+        container: name,
+        from: 'running',
+        to: 'restarting',
+        reason,
+      });
+      await this.deps.exec.engine.stop(p.id, d.spec.stopGraceMs);
+      await this.deps.exec.engine.start(p.id);
+    }).catch((err: unknown) => {
+      const e = toSpcdError(err);
+      f.lastError = { code: e.code, message: e.message, at: this.deps.clock.now() };
+    });
+    return undefined;
   }
 }
