@@ -194,7 +194,9 @@ async function ensureDir(dir: string, dirMode: number, uid: number, gid: number)
     if (!st.isDirectory()) throw new SpcdError('SETTINGS_INVALID', `${dir} is not a directory`, { dir });
     return; // an existing directory is the operator's: left as it is
   }
-  await mkdir(dir, { recursive: true, mode: dirMode });
+  // missing parents are made traversable (0755); only the socket's own directory is the gate
+  await mkdir(dirname(dir), { recursive: true, mode: 0o755 });
+  await mkdir(dir, { mode: dirMode });
   await chown(dir, uid, gid);
   await chmod(dir, dirMode); // mkdir's mode is filtered by the umask
 }
