@@ -203,7 +203,8 @@ export class DockerEngine implements Engine {
         this.docker.getContainer(id).remove({ force: true, v: false, abortSignal } as object),
       );
     } catch (err) {
-      if (err instanceof SpcdError && err.code === 'ENGINE_NOT_FOUND') return;
+      // 404: gone already. 409 with force=true: a removal is already in progress.
+      if (err instanceof SpcdError && (err.code === 'ENGINE_NOT_FOUND' || err.code === 'ENGINE_CONFLICT')) return;
       throw err;
     }
   }
