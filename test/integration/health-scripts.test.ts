@@ -249,3 +249,77 @@ describe('check scripts on the Debian host (dash, coreutils, curl, python3)', ()
     expect((await run('filemod', join(dir, 'old'), '60')).code).toBe(1);
   });
 });
+
+// A debootstrapped Debian bookworm image built by the libvirt e2e tests, when
+// present: dash + coreutils, no curl/wget/python/socat/nc.
+const DEBIAN_IMAGE = 'spcd-e2e/libvirt:bookworm';
+const haveDebian = await docker
+  .getImage(DEBIAN_IMAGE)
+  .inspect()
+  .then(
+    () => true,
+    () => false,
+  );
+
+describe.skipIf(!haveDebian)(`check scripts in the Debian image ${DEBIAN_IMAGE}`, () => {
+  let id = '';
+  let server: http.Server;
+  let port = 0;
+  let closedPort = 0;
+  let dir = '';
+  let sockServer: net.Server;
+  const run = async (...argv: string[]): Promise<Run> => {
+    const r = await runExec(docker, id, { argv, timeoutMs: 15_000, maxOutputBytes: 4096 }, log);
+    return { code: r.exitCode, out: r.output.trim() };
+  };
+  const hc = (name: string): string => `/spcd/healthchecks/healthcheck_${name}`;
+
+  beforeAll(async () => {
+    server = http.createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+    closedPort = await freePort();
+    dir = mkdtempSync(join(tmpdir(), 'spcd-health-deb-'));
+    sockServer = net.createServer((c) => c.end());
+    await new Promise<void>((r) => sockServer.listen(join(dir, 'api.sock'), r));
+    const c = await docker.createContainer({
+      Image: DEBIAN_IMAGE,
+      name: `${INSTANCE}-debian-${process.pid}`,
+      Entrypoint: ['/bin/sleep', 'infinity'],
+      Cmd: [],
+      Labels: { 'spcd.instance': INSTANCE },
+      HostConfig: { NetworkMode: 'host', Binds: [`${SCRIPTS}:/spcd/healthchecks:ro`, `${dir}:${dir}:ro`] },
+    });
+    id = c.id;
+    await c.start();
+    await run('sh', '-c', 'touch /tmp/fresh && touch -d 2000-01-01 /tmp/old');
+  });
+
+  afterAll(async () => {
+    await removeOurs();
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+    await new Promise<void>((r) => sockServer.close(() => r()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('port, process, filemod and socket work with dash and coreutils alone', async () => {
+    expect(await run(hc('port'), String(port))).toMatchObject({ code: 0 });
+    expect(await run(hc('port'), String(closedPort))).toMatchObject({ code: 1 });
+    expect(await run(hc('process'), 'sleep')).toMatchObject({ code: 0 });
+    expect(await run(hc('process'), 'nova-compute')).toMatchObject({ code: 1 });
+    expect(await run(hc('listen'), 'sleep', String(port))).toMatchObject({ code: 1 });
+    expect((await run(hc('filemod'), '/tmp/fresh', '60')).code).toBe(0);
+    expect((await run(hc('filemod'), '/tmp/old', '60')).code).toBe(1);
+    const sock = await run(hc('socket'), join(dir, 'api.sock'));
+    expect(sock.code).toBe(0);
+    expect(sock.out).toMatch(/\/proc\/net\/unix/);
+  });
+
+  it('curl says plainly that the image has no HTTP client', async () => {
+    expect(await run(hc('curl'), `http://127.0.0.1:${port}/`)).toMatchObject({
+      code: 1,
+      out: `http://127.0.0.1:${port}/: neither curl nor wget in this image`,
+    });
+  });
+});
