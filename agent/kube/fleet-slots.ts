@@ -145,10 +145,9 @@ export class FleetSlots {
         log.info({ slot: name, previous: seen.spec?.holderIdentity ?? null }, 'fleet slot taken');
         return new SlotHandle(name, got, now);
       } catch (err) {
-        // 409 on create: another node made this slot first; the others may still be free.
-        if (isSpcdError(err, 'LEASE_CONFLICT') && !seen) continue;
-        // 409 on update: our list is stale, and so is what it says of the other
-        // slots; end the pass instead of racing the whole fleet for each of them.
+        // 409 (create: AlreadyExists; update: Conflict): another node got there
+        // first, so our list is stale, and so is what it says of the other slots.
+        // End the pass instead of racing the whole fleet for each of them.
         if (isSpcdError(err, 'LEASE_CONFLICT')) return undefined;
         throw err;
       }
