@@ -25,5 +25,18 @@ export async function recoverJournal(deps: ExecutorDeps): Promise<{ undone: stri
       undone.push(entry.container);
     }
   }
+  // A generation allocated but never journaled (crash between allocate and create) would stay
+  // 'in-progress' in the history for ever otherwise; its number is burnt, never reused.
+  for (const name of deps.state.names()) {
+    for (const g of deps.state.record(name)?.generations ?? []) {
+      if (g.outcome === 'in-progress')
+        await deps.state.setOutcome(
+          name,
+          g.generation,
+          'failed',
+          'interrupted by an spcd restart before it was journaled or committed',
+        );
+    }
+  }
   return { undone, finished };
 }
