@@ -1,0 +1,136 @@
+/** spcctl's only way to spcd: HTTP/1.1 over the unix socket. */
+import { request, type IncomingMessage } from 'node:http';
+import { CliError, EXIT, exitForStatus } from './exit.js';
+
+export const DEFAULT_SOCKET = '/run/spcd/spcd.sock';
+
+export interface ApiAnswer<T = unknown> {
+  readonly status: number;
+  readonly body: T;
+}
+
+export interface OpenStream {
+  /** Resolves when the daemon ends the stream (or close() is called). */
+  readonly done: Promise<void>;
+  close(): void;
+}
+
+export class ApiClient {
+  constructor(
+    readonly socketPath: string,
+    private readonly timeoutMs = 30_000,
+  ) {}
+
+  /** A JSON request; a non-2xx answer throws CliError with the daemon's code and message. */
+  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ApiAnswer<T>> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const res = await this.open(method, path, payload, this.timeoutMs);
+    const text = await readAll(res);
+    const status = res.statusCode ?? 0;
+    if (status < 200 || status >= 300) throw this.answerError(status, text);
+    if (!(res.headers['content-type'] ?? '').includes('json')) return { status, body: text as T };
+    try {
+      return { status, body: JSON.parse(text) as T };
+    } catch {
+      throw new CliError(`spcd answered unparsable JSON on ${path}`, EXIT.FAILED);
+    }
+  }
+
+  /** A streamed GET: calls onText for each chunk until the daemon ends it. */
+  async stream(path: string, onText: (text: string) => void): Promise<OpenStream> {
+    const res = await this.open('GET', path, undefined, 0);
+    const status = res.statusCode ?? 0;
+    if (status < 200 || status >= 300) throw this.answerError(status, await readAll(res));
+    res.setEncoding('utf8');
+    res.on('data', (t: string) => onText(t));
+    const done = new Promise<void>((resolve) => {
+      res.on('end', resolve);
+      res.on('close', resolve);
+      res.on('error', () => resolve());
+    });
+    return { done, close: () => res.destroy() };
+  }
+
+  private open(
+    method: string,
+    path: string,
+    payload: string | undefined,
+    timeoutMs: number,
+  ): Promise<IncomingMessage> {
+    return new Promise((resolve, reject) => {
+      const req = request(
+        {
+          socketPath: this.socketPath,
+          method,
+          path,
+          headers:
+            payload === undefined
+              ? {}
+              : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+        },
+        resolve,
+      );
+      if (timeoutMs > 0) {
+        req.setTimeout(timeoutMs, () =>
+          req.destroy(
+            new CliError(`spcd did not answer ${method} ${path} in ${timeoutMs / 1000}s`, EXIT.FAILED),
+          ),
+        );
+      }
+      req.on('error', (err: NodeJS.ErrnoException) =>
+        reject(err instanceof CliError ? err : this.connectError(err)),
+      );
+      req.end(payload);
+    });
+  }
+
+  private connectError(err: NodeJS.ErrnoException): CliError {
+    const p = this.socketPath;
+    switch (err.code) {
+      case 'ENOENT':
+        return new CliError(`spcd is not running or listens elsewhere: ${p}`, EXIT.UNREACHABLE);
+      case 'EACCES':
+      case 'EPERM':
+        return new CliError(
+          `permission denied on ${p}: run as root or a member of the spcd admin group`,
+          EXIT.UNREACHABLE,
+        );
+      case 'ECONNREFUSED':
+        return new CliError(`spcd is not running (nothing listens on ${p})`, EXIT.UNREACHABLE);
+      default:
+        return new CliError(`cannot reach spcd at ${p}: ${err.code ?? err.message}`, EXIT.UNREACHABLE);
+    }
+  }
+
+  private answerError(status: number, text: string): CliError {
+    try {
+      const e = JSON.parse(text) as { code?: string; message?: string };
+      if (e.code && e.message) return new CliError(`${e.code}: ${e.message}`, exitForStatus(status));
+    } catch {
+      // not our error shape
+    }
+    return new CliError(`spcd answered HTTP ${status}`, exitForStatus(status));
+  }
+}
+
+function readAll(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+  });
+}
+
+/** Splits a stream of text into whole lines. */
+export function lineSplitter(onLine: (line: string) => void): (text: string) => void {
+  let buf = '';
+  return (text) => {
+    buf += text;
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      onLine(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+    }
+  };
+}

@@ -1,0 +1,234 @@
+/** What each spcctl command does: ask the daemon, print a table or JSON. */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import type {
+  ContainerHealthView,
+  GenerationView,
+  OperationRef,
+  PlanView,
+  SetStatus,
+  StatusDocument,
+} from '../api/types.js';
+import type { SpcdEvent } from '../model/events.js';
+import { formatProblem, validateDir } from '../spec/load.js';
+import { intOption, type Parsed } from './args.js';
+import { lineSplitter, type ApiClient } from './client.js';
+import { CliError, EXIT, type ExitCode } from './exit.js';
+import {
+  allContainers,
+  formatEvent,
+  formatGenerations,
+  formatHealth,
+  formatPlan,
+  formatPs,
+  formatStatus,
+} from './format.js';
+import { runAndFollow } from './progress.js';
+
+export interface CliIo {
+  readonly stdout: { write(text: string): unknown; isTTY?: boolean };
+  readonly stderr: { write(text: string): unknown };
+}
+
+export interface CommandContext {
+  readonly args: Parsed;
+  readonly io: CliIo;
+  readonly json: boolean;
+  /** Built on first use: commands that work without the daemon never touch it. */
+  readonly client: () => ApiClient;
+}
+
+type Command = (ctx: CommandContext) => Promise<ExitCode>;
+
+const enc = encodeURIComponent;
+const print = (ctx: CommandContext, text: string): void => void ctx.io.stdout.write(text);
+const printJson = (ctx: CommandContext, value: unknown): void =>
+  print(ctx, JSON.stringify(value, null, 2) + '\n');
+
+function name(ctx: CommandContext): string {
+  return ctx.args.positionals[0] as string;
+}
+
+async function status(ctx: CommandContext): Promise<ExitCode> {
+  const { body } = await ctx.client().call<StatusDocument>('GET', '/v1/status');
+  if (ctx.json) printJson(ctx, body);
+  else print(ctx, formatStatus(body));
+  return EXIT.OK;
+}
+
+async function ps(ctx: CommandContext): Promise<ExitCode> {
+  const { body } = await ctx.client().call<{ sets: SetStatus[] }>('GET', '/v1/sets');
+  const list = allContainers(body.sets);
+  if (ctx.json) printJson(ctx, list);
+  else print(ctx, formatPs(list));
+  return EXIT.OK;
+}
+
+async function health(ctx: CommandContext): Promise<ExitCode> {
+  const { body } = await ctx
+    .client()
+    .call<ContainerHealthView>('GET', `/v1/containers/${enc(name(ctx))}/health`);
+  if (ctx.json) printJson(ctx, body);
+  else print(ctx, formatHealth(body));
+  return body.status === 'unhealthy' ? EXIT.FAILED : EXIT.OK;
+}
+
+async function generations(ctx: CommandContext): Promise<ExitCode> {
+  const { body } = await ctx
+    .client()
+    .call<{ name: string; generations: GenerationView[] }>(
+      'GET',
+      `/v1/containers/${enc(name(ctx))}/generations`,
+    );
+  if (ctx.json) printJson(ctx, body);
+  else print(ctx, formatGenerations(body.name, body.generations));
+  return EXIT.OK;
+}
+
+async function plan(ctx: CommandContext): Promise<ExitCode> {
+  const { body } = await ctx.client().call<PlanView>('GET', '/v1/plan');
+  if (ctx.json) printJson(ctx, body);
+  else print(ctx, formatPlan(body));
+  return body.problems.length > 0 ? EXIT.FAILED : EXIT.OK;
+}
+
+/** Starts a long operation: prints the accepted ref, or with --wait follows it to its end. */
+async function operation(
+  ctx: CommandContext,
+  path: string,
+  body: Record<string, unknown>,
+): Promise<ExitCode> {
+  const client = ctx.client();
+  const start = async (): Promise<OperationRef> => (await client.call<OperationRef>('POST', path, body)).body;
+  if (!ctx.args.values.wait) {
+    const ref = await start();
+    if (ctx.json) printJson(ctx, ref);
+    else
+      print(
+        ctx,
+        `operation ${ref.operationId}: ${ref.kind} ${ref.target} accepted (follow with: spcctl events)\n`,
+      );
+    return EXIT.OK;
+  }
+  const timeoutS = intOption(ctx.args.values, 'timeout', 1) ?? 900;
+  if (ctx.json) {
+    // scripts get the events of the operation as JSON lines
+    return runAndFollow(
+      client,
+      start,
+      { write: (t) => ctx.io.stdout.write(t), isTTY: false },
+      ctx.io.stderr,
+      timeoutS * 1000,
+    );
+  }
+  return runAndFollow(client, start, ctx.io.stdout, ctx.io.stderr, timeoutS * 1000);
+}
+
+function expectGeneration(ctx: CommandContext): Record<string, unknown> {
+  const n = intOption(ctx.args.values, 'expect-generation', 0);
+  return n === undefined ? {} : { expectedGeneration: n };
+}
+
+async function upgrade(ctx: CommandContext): Promise<ExitCode> {
+  const image = ctx.args.values.image;
+  if (typeof image !== 'string' || image === '') throw new CliError('upgrade needs --image REF', EXIT.USAGE);
+  return operation(ctx, `/v1/containers/${enc(name(ctx))}/upgrade`, { image, ...expectGeneration(ctx) });
+}
+
+async function rollback(ctx: CommandContext): Promise<ExitCode> {
+  const to = intOption(ctx.args.values, 'to', 1);
+  const body: Record<string, unknown> = {};
+  if (to !== undefined) body.toGeneration = to;
+  if (ctx.args.values.force) body.force = true;
+  return operation(ctx, `/v1/containers/${enc(name(ctx))}/rollback`, body);
+}
+
+function lifecycle(kind: 'restart' | 'stop' | 'start'): Command {
+  return (ctx) => operation(ctx, `/v1/containers/${enc(name(ctx))}/${kind}`, expectGeneration(ctx));
+}
+
+async function reload(ctx: CommandContext): Promise<ExitCode> {
+  return operation(ctx, '/v1/reload', {});
+}
+
+async function logs(ctx: CommandContext): Promise<ExitCode> {
+  const tail = intOption(ctx.args.values, 'tail', 0) ?? 100;
+  const follow = ctx.args.values.follow ? '&follow=1' : '';
+  const s = await ctx.client().stream(`/v1/containers/${enc(name(ctx))}/logs?tail=${tail}${follow}`, (t) => {
+    ctx.io.stdout.write(t);
+  });
+  await s.done;
+  return EXIT.OK;
+}
+
+async function events(ctx: CommandContext): Promise<ExitCode> {
+  const s = await ctx.client().stream(
+    '/v1/events',
+    lineSplitter((line) => {
+      if (line.trim() === '') return;
+      if (ctx.json) {
+        print(ctx, line + '\n');
+        return;
+      }
+      try {
+        const e = JSON.parse(line) as SpcdEvent | { type: 'heartbeat' };
+        if (e.type !== 'heartbeat') print(ctx, formatEvent(e) + '\n');
+      } catch {
+        print(ctx, line + '\n');
+      }
+    }),
+  );
+  await s.done;
+  return EXIT.OK;
+}
+
+/** Works without the daemon: the same validation the daemon runs on reload. */
+async function validate(ctx: CommandContext): Promise<ExitCode> {
+  const overrides = ctx.args.values.overrides;
+  const setsDir = ctx.args.positionals[0] as string;
+  // the shipped layout keeps the check library next to the sets: DIR/../healthchecks/library.yaml
+  const sibling = join(dirname(resolve(setsDir)), 'healthchecks', 'library.yaml');
+  const checks = ctx.args.values.checks ?? (existsSync(sibling) ? sibling : undefined);
+  const { problems } = await validateDir({
+    setsDir,
+    ...(typeof overrides === 'string' ? { overridesFile: overrides } : {}),
+    ...(typeof checks === 'string' ? { checkLibraryFile: checks } : {}),
+  });
+  if (ctx.json) printJson(ctx, { valid: problems.length === 0, problems });
+  for (const p of problems) ctx.io.stderr.write(formatProblem(p) + '\n');
+  if (problems.length > 0) return EXIT.FAILED;
+  if (!ctx.json) print(ctx, 'valid\n');
+  return EXIT.OK;
+}
+
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
+
+async function version(ctx: CommandContext): Promise<ExitCode> {
+  const v = packageVersion();
+  if (ctx.json) printJson(ctx, { version: v });
+  else print(ctx, `spcctl ${v}\n`);
+  return EXIT.OK;
+}
+
+export const COMMAND_TABLE: Record<string, Command> = {
+  status,
+  ps,
+  health,
+  generations,
+  upgrade,
+  rollback,
+  restart: lifecycle('restart'),
+  stop: lifecycle('stop'),
+  start: lifecycle('start'),
+  logs,
+  events,
+  plan,
+  reload,
+  validate,
+  version,
+};

@@ -1,0 +1,171 @@
+/** Human output: plain aligned tables, no colour, one row per thing. */
+import type {
+  ContainerHealthView,
+  ContainerStatus,
+  GenerationView,
+  PlanView,
+  SetStatus,
+  StatusDocument,
+} from '../api/types.js';
+import type { SpcdEvent } from '../model/events.js';
+
+export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), ...rows.map(line)].join('\n') + '\n';
+}
+
+export function allContainers(sets: readonly SetStatus[]): ContainerStatus[] {
+  const out: ContainerStatus[] = [];
+  const walk = (l: readonly SetStatus[]): void => {
+    for (const s of l) {
+      out.push(...s.containers);
+      walk(s.sets);
+    }
+  };
+  walk(sets);
+  return out;
+}
+
+const dash = (v: string | null | undefined): string => (v === null || v === undefined || v === '' ? '-' : v);
+
+function lastError(c: ContainerStatus): string {
+  return c.lastError ? `${c.lastError.code}: ${oneLine(c.lastError.message, 60)}` : '-';
+}
+
+export function oneLine(text: string, max: number): string {
+  const first = (text.split('\n').find((l) => l.trim() !== '') ?? '').trim();
+  return first.length > max ? first.slice(0, max - 1) + '…' : first;
+}
+
+export function formatStatus(doc: StatusDocument): string {
+  const engine = doc.engine.available
+    ? `available${doc.engine.version ? ` (${doc.engine.version})` : ''}`
+    : `UNAVAILABLE${doc.engine.reason ? ` (${doc.engine.reason})` : ''}`;
+  const head = `spcd ${doc.version}  instance ${doc.instance}  engine ${engine}\n`;
+  const rows: string[][] = [];
+  const walk = (sets: readonly SetStatus[], depth: number): void => {
+    for (const s of sets) {
+      rows.push([`${'  '.repeat(depth)}${s.path}/`, '', '', '', '', '', '']);
+      for (const c of s.containers) {
+        rows.push([
+          `${'  '.repeat(depth + 1)}${c.name}`,
+          String(c.generation),
+          c.state,
+          c.health,
+          String(c.restartCount),
+          c.image,
+          lastError(c),
+        ]);
+      }
+      walk(s.sets, depth + 1);
+    }
+  };
+  walk(doc.sets, 0);
+  return head + table(['SET/CONTAINER', 'GEN', 'STATE', 'HEALTH', 'RESTARTS', 'IMAGE', 'LAST ERROR'], rows);
+}
+
+export function formatPs(containers: readonly ContainerStatus[]): string {
+  return table(
+    ['NAME', 'SET', 'GEN', 'STATE', 'HEALTH', 'RESTARTS', 'IMAGE'],
+    containers.map((c) => [
+      c.name,
+      c.set,
+      String(c.generation),
+      c.state,
+      c.health,
+      String(c.restartCount),
+      c.image,
+    ]),
+  );
+}
+
+export function formatHealth(h: ContainerHealthView): string {
+  const head = `${h.name}: ${h.status}${h.dockerHealth ? `  (docker HEALTHCHECK: ${h.dockerHealth})` : ''}\n`;
+  if (h.checks.length === 0) return head + 'no checks defined\n';
+  const rows = h.checks.map((c) => {
+    const last = c.history[c.history.length - 1];
+    const result = !last ? '-' : last.ok ? 'ok' : last.timedOut ? 'timeout' : `exit ${last.exitCode ?? '?'}`;
+    return [
+      c.name,
+      c.status,
+      String(c.consecutiveFailures),
+      String(c.consecutiveSuccesses),
+      last ? last.at : '-',
+      result,
+      last ? `${last.durationMs}ms` : '-',
+      last ? dash(oneLine(last.output, 60)) : '-',
+    ];
+  });
+  return head + table(['CHECK', 'STATUS', 'FAILS', 'OKS', 'LAST RUN', 'RESULT', 'TOOK', 'OUTPUT'], rows);
+}
+
+export function formatGenerations(name: string, gens: readonly GenerationView[]): string {
+  if (gens.length === 0) return `${name}: no generations yet\n`;
+  return table(
+    ['GEN', 'OUTCOME', 'IMAGE', 'DIGEST', 'CREATED', 'REASON'],
+    gens.map((g) => [
+      String(g.generation) + (g.from !== undefined ? ` (from ${g.from})` : ''),
+      g.outcome,
+      g.image,
+      g.imageDigest ? g.imageDigest.slice(0, 19) : '-',
+      g.createdAt,
+      dash(g.reason),
+    ]),
+  );
+}
+
+export function formatPlan(plan: PlanView): string {
+  const changes = plan.items.filter((i) => i.action !== 'none');
+  let out =
+    changes.length === 0
+      ? 'nothing to change\n'
+      : table(
+          ['CONTAINER', 'SET', 'ACTION', 'REASON'],
+          changes.map((i) => [i.container, i.set, i.action, i.reason]),
+        );
+  for (const i of changes)
+    for (const d of i.fileDiffs ?? [])
+      out += `\n--- ${i.container}: ${d.file}\n${d.diff.endsWith('\n') ? d.diff : d.diff + '\n'}`;
+  if (plan.problems.length > 0) out += `\nproblems:\n${plan.problems.map((p) => `  ${p}`).join('\n')}\n`;
+  return out;
+}
+
+function clock(at: number): string {
+  return new Date(at).toISOString().slice(11, 23);
+}
+
+/** One line per event, for `spcctl events` and plain progress. */
+export function formatEvent(e: SpcdEvent): string {
+  const t = clock(e.at);
+  switch (e.type) {
+    case 'state':
+      return `${t} state      ${e.container}: ${e.from} -> ${e.to}${e.reason ? ` (${e.reason})` : ''}`;
+    case 'health':
+      return `${t} health     ${e.container}${e.check ? `/${e.check}` : ''}: ${e.status}${e.output ? ` ${oneLine(e.output, 60)}` : ''}`;
+    case 'upgrade-step':
+      return `${t} step       ${e.container} gen ${e.generation}: ${e.step} ${e.outcome}${e.detail ? ` (${e.detail})` : ''}`;
+    case 'pull-progress':
+      return `${t} pull       ${e.image}: ${e.status}${progressText(e.current, e.total)}`;
+    case 'operation':
+      return `${t} operation  ${e.operationId} ${e.kind} ${e.target}: ${e.phase}${e.error ? ` ${e.error.code}: ${e.error.message}` : ''}`;
+    case 'engine':
+      return `${t} engine     ${e.available ? 'available' : 'UNAVAILABLE'}${e.reason ? ` (${e.reason})` : ''}`;
+    case 'reload':
+      return `${t} reload     ${e.ok ? 'ok' : 'failed'}${e.detail ? `: ${e.detail}` : ''}`;
+  }
+}
+
+export function progressText(current?: number, total?: number): string {
+  if (current === undefined || total === undefined || total <= 0) return '';
+  const pct = Math.min(100, Math.floor((current / total) * 100));
+  return ` ${pct}% (${mb(current)}/${mb(total)})`;
+}
+
+function mb(n: number): string {
+  return `${(n / 1024 / 1024).toFixed(1)}MB`;
+}
