@@ -1,0 +1,255 @@
+/**
+ * Helpers for the libvirt end-to-end test driven through spcd's API
+ * (test/integration/libvirt-e2e.test.ts): the phase-1 shell helpers
+ * (test/e2e/libvirt-vm.sh) called asynchronously, the image and guest builds
+ * with their cost, the real-VM set rendered for one run, an /v1/events tap
+ * and a small API client. Nothing here blocks the event loop.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { call } from '../support/api-http.js';
+import { REPO } from '../support/daemon.js';
+import { waitFor } from '../support/wait.js';
+
+export const VM_SH = join(REPO, 'test', 'e2e', 'libvirt-vm.sh');
+export const SET_TEMPLATE = join(REPO, 'container-sets-e2e', 'libvirt.yaml');
+export const IMAGE_9 = 'spcd-e2e/libvirt:bookworm';
+export const IMAGE_11 = 'spcd-e2e/libvirt:trixie';
+
+export interface Run {
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs a command; rejects with its stderr tail on a non-zero exit or at the deadline. */
+export function run(
+  cmd: string,
+  args: string[],
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      cmd,
+      args,
+      { cwd: REPO, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, ...env } },
+      (err, stdout, stderr) => {
+        if (err) {
+          const tail = `${stderr}`.trim().split('\n').slice(-25).join('\n');
+          reject(new Error(`${cmd} ${args.join(' ')} failed (${err.message.split('\n')[0]}):\n${tail}`));
+        } else resolve({ stdout: `${stdout}`, stderr: `${stderr}` });
+      },
+    );
+  });
+}
+
+/** `key=value` pairs of every line of a helper's stdout (later keys win). */
+export function kv(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const m of text.matchAll(/(?:^|\s)([a-z_]+)=(\S*)/g)) out[m[1] ?? ''] = m[2] ?? '';
+  return out;
+}
+
+/** One subcommand of test/e2e/libvirt-vm.sh, parsed. */
+export async function vmsh(
+  sub: string,
+  args: (string | number)[],
+  timeoutMs = 60_000,
+): Promise<Record<string, string>> {
+  const r = await run('bash', [VM_SH, sub, ...args.map(String)], timeoutMs);
+  return kv(r.stdout);
+}
+
+export interface BuildCost {
+  /** Every machine-readable line the build scripts printed. */
+  readonly lines: string[];
+  readonly imagesSeconds: number;
+  readonly guestSeconds: number;
+  /** e.g. { bookworm: 'cached-image', trixie: 'built' } */
+  readonly sources: Record<string, string>;
+}
+
+/**
+ * Builds or reuses both libvirt images and the guest (cached by input hash).
+ * Throws a clear error when they cannot be built, e.g. without the Debian mirror.
+ */
+export async function buildImagesAndGuest(timeoutMs = 15 * 60_000): Promise<BuildCost> {
+  const lines: string[] = [];
+  const t0 = Date.now();
+  let images: Run;
+  try {
+    images = await run(
+      'bash',
+      [join(REPO, 'scripts/libvirt/build-images.sh'), 'bookworm', 'trixie'],
+      timeoutMs,
+    );
+  } catch (err) {
+    throw new Error(
+      `cannot build the libvirt images spcd-e2e/libvirt:bookworm and :trixie (debootstrap needs the Debian mirror; see /var/cache/spcd-e2e/logs/): ${(err as Error).message}`,
+    );
+  }
+  const imagesSeconds = (Date.now() - t0) / 1000;
+  const t1 = Date.now();
+  let guest: Run;
+  try {
+    guest = await run('bash', [join(REPO, 'scripts/libvirt/build-guest.sh')], timeoutMs);
+  } catch (err) {
+    throw new Error(
+      `cannot build the test guest (kernel package from the Debian mirror): ${(err as Error).message}`,
+    );
+  }
+  const guestSeconds = (Date.now() - t1) / 1000;
+  const sources: Record<string, string> = {};
+  for (const l of `${images.stdout}\n${guest.stdout}`.split('\n')) {
+    if (!l.trim()) continue;
+    lines.push(l.trim());
+    const p = kv(l);
+    if (p.image && p.suite && p.source) sources[p.suite] = p.source;
+    if (p.phase === 'guest' && p.source) sources.guest = p.source;
+  }
+  return { lines, imagesSeconds, guestSeconds, sources };
+}
+
+/** Field 22 of /proc/PID/stat (start time in clock ticks since boot); comm may hold spaces. */
+export function startTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[22 - 3];
+  } catch {
+    return undefined;
+  }
+}
+
+export interface SetRendering {
+  readonly root: string;
+  readonly container: string;
+  readonly runId: string;
+  readonly image?: string;
+  /** Drop the /sys/fs/cgroup bind (a definition that breaks a VM-safety rule). */
+  readonly dropCgroupBind?: boolean;
+}
+
+/** container-sets-e2e/libvirt.yaml with this run's root, container name and run label. */
+export function renderSet(r: SetRendering): string {
+  let text = readFileSync(SET_TEMPLATE, 'utf8')
+    .split('/var/tmp/spcd-e2e-libvirt')
+    .join(r.root)
+    .split('spcd_e2e_libvirt')
+    .join(r.container)
+    .replace('spcd-e2e.run: manual', `spcd-e2e.run: ${r.runId}`);
+  if (r.image) text = text.replace(`image: ${IMAGE_9}`, `image: ${r.image}`);
+  if (r.dropCgroupBind) text = text.replace(/^\s*- \/sys\/fs\/cgroup:\/sys\/fs\/cgroup\n/m, '');
+  return text;
+}
+
+export interface SpcdEventLine {
+  readonly type: string;
+  readonly at: number;
+  readonly operationId?: string;
+  readonly container?: string;
+  readonly step?: string;
+  readonly outcome?: string;
+  readonly phase?: string;
+  readonly generation?: number;
+  readonly detail?: string;
+  readonly ok?: boolean;
+  readonly error?: { code: string; message: string };
+  readonly result?: Record<string, unknown>;
+}
+
+/** A client of GET /v1/events: keeps every event it has read. */
+export class EventTap {
+  readonly events: SpcdEventLine[] = [];
+  private closeFn: () => void = () => undefined;
+
+  static async open(socketPath: string): Promise<EventTap> {
+    const tap = new EventTap();
+    await new Promise<void>((resolve, reject) => {
+      const req = request({ socketPath, method: 'GET', path: '/v1/events' }, (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`/v1/events answered ${res.statusCode}`));
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          buf += c;
+          let i: number;
+          while ((i = buf.indexOf('\n')) >= 0) {
+            const line = buf.slice(0, i);
+            buf = buf.slice(i + 1);
+            if (line.trim()) tap.events.push(JSON.parse(line) as SpcdEventLine);
+          }
+        });
+        res.on('error', () => undefined);
+        resolve();
+      });
+      req.on('error', reject);
+      req.end();
+      tap.closeFn = () => req.destroy();
+    });
+    return tap;
+  }
+
+  find(pred: (e: SpcdEventLine) => boolean): SpcdEventLine | undefined {
+    return this.events.find(pred);
+  }
+
+  wait(what: string, pred: (e: SpcdEventLine) => boolean, timeoutMs: number): Promise<SpcdEventLine> {
+    return waitFor(what, () => this.find(pred), { timeoutMs, intervalMs: 50 });
+  }
+
+  /** The operation's final event (succeeded or failed). */
+  finished(operationId: string, timeoutMs: number): Promise<SpcdEventLine> {
+    return this.wait(
+      `operation ${operationId} to finish`,
+      (e) =>
+        e.type === 'operation' &&
+        e.operationId === operationId &&
+        (e.phase === 'succeeded' || e.phase === 'failed'),
+      timeoutMs,
+    );
+  }
+
+  close(): void {
+    this.closeFn();
+  }
+}
+
+export interface ContainerView {
+  name: string;
+  generation: number;
+  image: string;
+  containerId: string | null;
+  state: string;
+  health: string;
+  startedAt: string | null;
+  lastError: { code: string; message: string } | null;
+}
+
+/** The few API calls the test makes, over spcd's unix socket. */
+export class SpcdApi {
+  constructor(private readonly socket: string) {}
+
+  async container(name: string): Promise<ContainerView> {
+    const a = await call(this.socket, 'GET', `/v1/containers/${name}`);
+    if (a.status !== 200) throw new Error(`GET /v1/containers/${name}: ${a.status} ${a.text}`);
+    return a.json() as ContainerView;
+  }
+
+  async generations(
+    name: string,
+  ): Promise<{ generation: number; outcome: string; image: string; reason?: string }[]> {
+    const a = await call(this.socket, 'GET', `/v1/containers/${name}/generations`);
+    if (a.status !== 200) throw new Error(`GET /v1/containers/${name}/generations: ${a.status} ${a.text}`);
+    return (
+      a.json() as { generations: { generation: number; outcome: string; image: string; reason?: string }[] }
+    ).generations;
+  }
+
+  /** POSTs a verb; returns the operation id of the 202 answer. */
+  async post(path: string, body: object): Promise<string> {
+    const a = await call(this.socket, 'POST', path, body);
+    if (a.status !== 202) throw new Error(`POST ${path}: ${a.status} ${a.text}`);
+    return (a.json() as { operationId: string }).operationId;
+  }
+}
