@@ -32,6 +32,12 @@ export interface ContainerRecord {
   /** An operator stopped it: spcd keeps it stopped, across its own restarts. */
   heldStopped: boolean;
   generations: GenerationRecord[];
+  /**
+   * An operator's upgrade or rollback pins the spec it applied, so the
+   * definitions on disk do not undo it. The pin drops when the definition of
+   * that container changes on disk (newer intent), see daemon/desired.ts.
+   */
+  pin?: { spec: ContainerSpec; definitionHash: string } | undefined;
 }
 
 interface StateFile {
@@ -150,6 +156,12 @@ export class StateStore {
     const r = this.ensure(name);
     if (r.heldStopped === held) return;
     r.heldStopped = held;
+    await this.flush();
+  }
+
+  async setPin(name: string, pin: ContainerRecord['pin']): Promise<void> {
+    const r = this.ensure(name);
+    r.pin = pin;
     await this.flush();
   }
 
