@@ -143,6 +143,29 @@ describe('the socket file', () => {
     expect(member.out).toBe('200');
   });
 
+  it('spcctl as an outsider says permission denied and exits 3', async () => {
+    const r = await new Promise<{ code: number; err: string }>((resolve) => {
+      execFile(
+        'setpriv',
+        [
+          '--reuid=65534',
+          '--regid=65534',
+          '--clear-groups',
+          process.execPath,
+          'bin/spcctl.js',
+          '--socket',
+          sockPath,
+          'status',
+        ],
+        (e, _out, err) => resolve({ code: e ? Number(e.code) : 0, err }),
+      );
+    });
+    expect(r).toEqual({
+      code: 3,
+      err: `spcctl: permission denied on ${sockPath}: run as root or a member of the spcd admin group\n`,
+    });
+  });
+
   it('a stale socket file from a crash is replaced', async () => {
     const path = join(sockDir, 'stale.sock');
     // bound but never listening, and the binder gone: exactly what a kill -9 leaves
