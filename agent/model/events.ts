@@ -3,8 +3,22 @@
  * log, Kubernetes Events and metrics all read these.
  */
 export type SpcdEvent =
-  | { readonly type: 'state'; readonly at: number; readonly container: string; readonly from: string; readonly to: string; readonly reason?: string }
-  | { readonly type: 'health'; readonly at: number; readonly container: string; readonly check?: string; readonly status: string; readonly output?: string }
+  | {
+      readonly type: 'state';
+      readonly at: number;
+      readonly container: string;
+      readonly from: string;
+      readonly to: string;
+      readonly reason?: string;
+    }
+  | {
+      readonly type: 'health';
+      readonly at: number;
+      readonly container: string;
+      readonly check?: string;
+      readonly status: string;
+      readonly output?: string;
+    }
   | {
       readonly type: 'upgrade-step';
       readonly at: number;
