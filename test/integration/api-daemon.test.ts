@@ -1,0 +1,202 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { cleanupInstance, inspect } from '../support/docker.js';
+import { waitFor } from '../support/wait.js';
+
+const run = promisify(execFile);
+const sb: Sandbox = sandbox('apid');
+const n = (s: string): string => `${sb.instance}-${s}`;
+let spcd: SpcdProcess;
+
+/** A real client: curl over the unix socket. Returns status and body. */
+async function curl(
+  method: string,
+  path: string,
+  body?: unknown,
+  extra: string[] = [],
+): Promise<{ status: number; body: string }> {
+  const args = ['-s', '--unix-socket', sb.socket, '-X', method, '-w', '\n%{http_code}', ...extra];
+  if (body !== undefined) args.push('-H', 'content-type: application/json', '-d', JSON.stringify(body));
+  args.push(`http://spcd${path}`);
+  const { stdout } = await run('curl', args, { maxBuffer: 8 * 1024 * 1024 });
+  const nl = stdout.lastIndexOf('\n');
+  return { status: Number(stdout.slice(nl + 1)), body: stdout.slice(0, nl) };
+}
+const json = async (
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; data: Record<string, unknown> }> => {
+  const r = await curl(method, path, body);
+  return { status: r.status, data: JSON.parse(r.body) as Record<string, unknown> };
+};
+const generation = async (name: string): Promise<number> =>
+  ((await json('GET', `/v1/containers/${name}`)).data.generation as number) ?? 0;
+
+beforeAll(async () => {
+  writeSet(
+    sb,
+    'api.yaml',
+    `set: api\ndescription: api test\ncontainers:\n  ${n('web')}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n    healthchecks:\n      - { name: self, exec: [demo-check], interval: 1s, timeout: 500ms }\nsets:\n  inner:\n    containers:\n      ${n('worker')}:\n        image: spcd-demo/service:1\n        command: [demo-service, sleep]\n        network: none\n        stop_grace_period: 1s\n`,
+  );
+  spcd = SpcdProcess.start(sb, ['--gate-deadline', '20s']);
+  await spcd.ready();
+  await waitFor(
+    'both running',
+    async () => (await inspect(n('web')))?.State.Running && (await inspect(n('worker')))?.State.Running,
+  );
+});
+
+afterAll(async () => {
+  await spcd?.stop();
+  await cleanupInstance(sb.instance);
+});
+
+describe('the API of a running spcd, through curl --unix-socket', () => {
+  it('answers every read route', async () => {
+    const status = await json('GET', '/v1/status');
+    expect(status.status).toBe(200);
+    expect(status.data).toMatchObject({ instance: sb.instance, engine: { available: true } });
+    const tree = status.data.sets as {
+      path: string;
+      containers: { name: string; generation: number; state: string }[];
+      sets: unknown[];
+    }[];
+    expect(tree[0]).toMatchObject({
+      path: 'api',
+      containers: [{ name: n('web'), generation: 1, state: 'running' }],
+    });
+    expect((status.data.preflight as { checks: unknown[] }).checks.length).toBeGreaterThan(0);
+    expect((await json('GET', '/v1/sets')).status).toBe(200);
+    expect((await json('GET', '/v1/sets/api/inner')).data).toMatchObject({ path: 'api/inner' });
+    const c = await json('GET', `/v1/containers/${n('web')}`);
+    expect(c.data).toMatchObject({
+      name: n('web'),
+      set: 'api',
+      image: 'spcd-demo/service:1',
+      restartCount: 0,
+    });
+    await waitFor(
+      'web healthy',
+      async () => (await json('GET', `/v1/containers/${n('web')}/health`)).data.status === 'healthy',
+    );
+    const h = await json('GET', `/v1/containers/${n('web')}/health`);
+    expect((h.data.checks as { name: string; history: unknown[] }[])[0]!.history.length).toBeGreaterThan(0);
+    const g = await json('GET', `/v1/containers/${n('web')}/generations`);
+    expect(g.status).toBe(200);
+    const logs = await curl('GET', `/v1/containers/${n('web')}/logs?tail=5`);
+    expect(logs.status).toBe(200);
+    expect(logs.body).toContain('demo-service role=sleep');
+    const metrics = await curl('GET', '/metrics');
+    expect(metrics.body).toContain(`spcd_container_generation{container="${n('web')}",set="api"} 1`);
+    const plan = await json('GET', '/v1/plan');
+    expect(plan.data).toMatchObject({ items: [] });
+    const missing = await json('GET', '/v1/containers/nope');
+    expect(missing).toMatchObject({ status: 404, data: { code: 'NOT_FOUND' } });
+  });
+
+  it('streams events while a restart runs, and the restart keeps the generation', async () => {
+    const events = run('curl', [
+      '-sN',
+      '--max-time',
+      '6',
+      '--unix-socket',
+      sb.socket,
+      'http://spcd/v1/events',
+    ]).catch((e: { stdout?: string }) => ({ stdout: e.stdout ?? '' }));
+    await new Promise((r) => setTimeout(r, 300)); // let curl connect before the operation starts
+    const before = (await inspect(n('worker')))!.State.StartedAt;
+    const r = await json('POST', `/v1/containers/${n('worker')}/restart`, {});
+    expect(r.status).toBe(202);
+    expect(r.data.operationId).toMatch(/^restart-/);
+    await waitFor('worker restarted', async () => (await inspect(n('worker')))?.State.StartedAt !== before);
+    const lines = (await events).stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { type: string; operationId?: string; phase?: string });
+    expect(
+      lines.some(
+        (e) => e.type === 'operation' && e.operationId === r.data.operationId && e.phase === 'succeeded',
+      ),
+    ).toBe(true);
+    expect(await generation(n('worker'))).toBe(1);
+  });
+
+  it('stop holds a container stopped; start brings it back', async () => {
+    expect((await json('POST', `/v1/containers/${n('worker')}/stop`, {})).status).toBe(202);
+    await waitFor(
+      'stopped',
+      async () => (await json('GET', `/v1/containers/${n('worker')}`)).data.state === 'stopped',
+    );
+    expect((await json('POST', `/v1/containers/${n('worker')}/start`, {})).status).toBe(202);
+    await waitFor(
+      'running',
+      async () => (await json('GET', `/v1/containers/${n('worker')}`)).data.state === 'running',
+    );
+  });
+
+  it('of two concurrent upgrades of one container exactly one wins; the other gets 409', async () => {
+    const [a, b] = await Promise.all([
+      json('POST', `/v1/containers/${n('web')}/upgrade`, { image: 'spcd-demo/service:2' }),
+      json('POST', `/v1/containers/${n('web')}/upgrade`, { image: 'spcd-demo/service:3' }),
+    ]);
+    expect([a.status, b.status].sort()).toEqual([202, 409]);
+    const loser = a.status === 409 ? a : b;
+    expect(loser.data.code).toBe('CONFLICT');
+    await waitFor('web at generation 2', async () => (await generation(n('web'))) === 2, {
+      timeoutMs: 30_000,
+    });
+    const winnerImage = a.status === 202 ? 'spcd-demo/service:2' : 'spcd-demo/service:3';
+    expect((await json('GET', `/v1/containers/${n('web')}`)).data.image).toBe(winnerImage);
+  });
+
+  it('refuses a stale expectedGeneration with 409, and rolls back to the last known good', async () => {
+    await waitFor(
+      'web free',
+      async () => (await json('GET', `/v1/containers/${n('web')}`)).data.operation === null,
+    );
+    const stale = await json('POST', `/v1/containers/${n('web')}/upgrade`, {
+      image: 'spcd-demo/service:3',
+      expectedGeneration: 1,
+    });
+    expect(stale).toMatchObject({ status: 409, data: { code: 'GENERATION_MISMATCH' } });
+    const rb = await json('POST', `/v1/containers/${n('web')}/rollback`, {});
+    expect(rb.status).toBe(202);
+    await waitFor('web at generation 3', async () => (await generation(n('web'))) === 3, {
+      timeoutMs: 30_000,
+    });
+    expect((await json('GET', `/v1/containers/${n('web')}`)).data.image).toBe('spcd-demo/service:1');
+    const gens = (await json('GET', `/v1/containers/${n('web')}/generations`)).data.generations as {
+      generation: number;
+      from?: number;
+      outcome: string;
+    }[];
+    expect(gens[0]).toMatchObject({ generation: 3, from: 1, outcome: 'current' });
+    expect(gens[1]).toMatchObject({ generation: 2, outcome: 'superseded' });
+  });
+
+  it('upgrades a whole set, reloads, and rejects bad requests with the catalogue', async () => {
+    await waitFor(
+      'web free',
+      async () => (await json('GET', `/v1/containers/${n('web')}`)).data.operation === null,
+    );
+    const set = await json('POST', '/v1/sets/api/upgrade', {
+      images: { [n('worker')]: 'spcd-demo/service:2' },
+    });
+    expect(set.status).toBe(202);
+    await waitFor('worker at generation 2', async () => (await generation(n('worker'))) === 2, {
+      timeoutMs: 30_000,
+    });
+    expect((await json('POST', '/v1/reload', {})).status).toBe(202);
+    expect((await json('POST', `/v1/containers/${n('web')}/upgrade`, {})).data.code).toBe('UNPROCESSABLE');
+    const bad = await curl('POST', `/v1/containers/${n('web')}/upgrade`, undefined, [
+      '-H',
+      'content-type: application/json',
+      '-d',
+      '{bad',
+    ]);
+    expect(bad.status).toBe(400);
+  });
+});
