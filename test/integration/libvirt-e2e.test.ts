@@ -86,8 +86,15 @@ function recordId(id: string | null | undefined): void {
 }
 
 async function startSpcd(env: NodeJS.ProcessEnv = {}): Promise<void> {
-  spcd = SpcdProcess.start(sb, SPCD_ARGS, env);
-  await spcd.ready(120_000);
+  const p = SpcdProcess.start(sb, SPCD_ARGS, env);
+  spcd = p;
+  // ready() alone would wait out its deadline when spcd exits at once.
+  await Promise.race([
+    p.ready(120_000),
+    p.wait().then((code) => {
+      throw new Error(`spcd exited ${code} before it was ready:\n${p.output.slice(-15).join('\n')}`);
+    }),
+  ]);
   tap = await EventTap.open(sb.socket);
 }
 
