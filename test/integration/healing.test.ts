@@ -9,6 +9,7 @@
  * from before spcd starts, so each test reads a timeline instead of sleeping.
  */
 import { execFileSync } from 'node:child_process';
+import { request } from 'node:http';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BACKOFF, delayFor } from '../../agent/model/backoff.js';
@@ -24,6 +25,9 @@ const THRESHOLD = 2;
 const START_PERIOD_MS = 4_000;
 /** The window over which test 2 counts the restarts of a process that always exits 1. */
 const CRASH_WINDOW_MS = 12_000;
+
+/** An image of this file only: the demo image plus a Docker HEALTHCHECK that fails once /tmp/dfail exists. */
+const HC_IMAGE = `spcd-demo/hc-${sb.instance.toLowerCase()}:1`;
 
 const SET = `
 set: healing
@@ -55,6 +59,16 @@ containers:
         timeout: 500ms
         start_period: ${START_PERIOD_MS}ms
         failure_threshold: 1
+  ${n('dh')}:
+    image: ${HC_IMAGE}
+    command: [demo-service, sleep]
+    network: none
+    healthchecks:
+      - name: own
+        exec: ['true']
+        interval: ${INTERVAL_MS}ms
+        timeout: 500ms
+        action: none
 `;
 
 interface EngineEvent {
@@ -62,6 +76,27 @@ interface EngineEvent {
   readonly action: string;
   /** ms since the epoch, from the engine's timeNano. */
   readonly at: number;
+}
+
+/** GET on spcd's API socket; answers the status and the parsed JSON body. */
+function api(path: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath: sb.socket, path, method: 'GET', timeout: 5_000 }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> });
+        } catch (err) {
+          reject(err as Error);
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 const timeline: EngineEvent[] = [];
@@ -119,6 +154,18 @@ function logLines(container: string, msg: string): Record<string, unknown>[] {
 }
 
 beforeAll(async () => {
+  const base = execFileSync('/usr/bin/docker', ['create', 'spcd-demo/service:1']).toString().trim();
+  try {
+    execFileSync('/usr/bin/docker', [
+      'commit',
+      '--change',
+      `HEALTHCHECK --interval=1s --timeout=1s --retries=1 CMD ["/bin/sh", "-c", "test ! -f /tmp/dfail"]`,
+      base,
+      HC_IMAGE,
+    ]);
+  } finally {
+    execFileSync('/usr/bin/docker', ['rm', base]);
+  }
   await recordEngineEvents();
   writeSet(sb, 'healing.yaml', SET);
   spcd = SpcdProcess.start(sb);
@@ -132,6 +179,10 @@ afterAll(async () => {
   await spcd?.stop();
   eventStream?.destroy();
   await cleanupInstance(sb.instance);
+  await docker()
+    .getImage(HC_IMAGE)
+    .remove({ force: true })
+    .catch(() => undefined);
 });
 
 describe('healing on a real engine', () => {
@@ -228,6 +279,16 @@ describe('healing on a real engine', () => {
       { timeoutMs: CRASH_WINDOW_MS + 5_000, intervalMs: 50 },
     );
     expect(reported.failures).toBeGreaterThanOrEqual(DEFAULT_BACKOFF.crashLoopAfter);
+    // ... and the API says so (between two slow restarts the container is exited: crash-looping).
+    const view = await waitFor(
+      'API state crash-looping',
+      async () => {
+        const r = await api(`/v1/containers/${name}`);
+        return r.body.state === 'crash-looping' ? r.body : undefined;
+      },
+      { timeoutMs: 5_000 },
+    );
+    expect(view.restartCount).toBeGreaterThanOrEqual(upper);
     // Measuring that nothing more happens: wait for the window's end, then count.
     const left = first.at + CRASH_WINDOW_MS - Date.now();
     if (left > 0) await new Promise((r) => setTimeout(r, left));
@@ -245,5 +306,33 @@ describe('healing on a real engine', () => {
     expect(restarts).toBeGreaterThanOrEqual(upper - 1);
     // Still retried (never dropped): spcd keeps it desired and the next restart comes at the next delay.
     expect(logLines(name, 'step failed').length).toBe(0);
+  });
+
+  it("reads the image's Docker HEALTHCHECK status and reports it beside spcd's own checks", async () => {
+    const name = n('dh');
+    const both = await waitFor(
+      'docker health healthy beside a healthy spcd check',
+      async () => {
+        const h = (await api(`/v1/containers/${name}/health`)).body;
+        const checks = h.checks as { name: string; status: string }[];
+        return h.dockerHealth === 'healthy' && checks[0]?.status === 'healthy' ? h : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
+    expect((both.checks as { name: string }[]).map((c) => c.name)).toEqual(['own']);
+    expect((await api(`/v1/containers/${name}`)).body.dockerHealth).toBe('healthy');
+    // Docker's check turns unhealthy; spcd's own stays healthy, and both are reported as they are.
+    execFileSync('/usr/bin/docker', ['exec', name, 'touch', '/tmp/dfail']);
+    const after = await waitFor(
+      'docker health unhealthy',
+      async () => {
+        const h = (await api(`/v1/containers/${name}/health`)).body;
+        return h.dockerHealth === 'unhealthy' ? h : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
+    expect((after.checks as { status: string }[])[0]?.status).toBe('healthy');
+    expect(after.status).toBe('healthy'); // spcd's verdict comes from its own checks
+    expect((await api(`/v1/containers/${name}`)).body.dockerHealth).toBe('unhealthy');
   });
 });
