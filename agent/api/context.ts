@@ -28,6 +28,12 @@ export interface RouteContext {
 export type RouteResult =
   | { readonly kind: 'json'; readonly status: number; readonly body: unknown }
   | { readonly kind: 'text'; readonly status: number; readonly contentType: string; readonly text: string }
+  | {
+      readonly kind: 'bytes';
+      readonly status: number;
+      readonly body: Buffer;
+      readonly headers: Readonly<Record<string, string>>;
+    }
   | { readonly kind: 'streamed' };
 
 export type RouteHandler = (ctx: RouteContext) => Promise<RouteResult>;

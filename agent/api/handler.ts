@@ -105,7 +105,14 @@ export function createApiHandler(deps: ApiHandlerDeps): ApiHandler {
       (result: RouteResult) => {
         if (result.kind === 'streamed') return;
         if (result.kind === 'json') sendJson(res, result.status, result.body);
-        else {
+        else if (result.kind === 'bytes') {
+          res.writeHead(result.status, {
+            ...result.headers,
+            ...(result.status === 304 ? {} : { 'content-length': String(result.body.length) }),
+            'cache-control': 'no-store',
+          });
+          res.end(result.body);
+        } else {
           res.writeHead(result.status, {
             'content-type': result.contentType,
             'content-length': Buffer.byteLength(result.text),

@@ -125,6 +125,12 @@ export interface LogStreamOptions {
 
 export interface StatusView {
   status(): Promise<StatusDocument>;
+  /**
+   * Optional (added by the API helper): a number that changes whenever
+   * status() would answer differently. When present, the API serializes
+   * GET /v1/status once per revision and answers ETag / 304.
+   */
+  revision?(): number;
   sets(): readonly SetStatus[];
   set(path: string): SetStatus | undefined;
   container(name: string): ContainerStatus | undefined;

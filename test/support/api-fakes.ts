@@ -77,7 +77,21 @@ export class FakeStatus implements StatusView {
   /** Set by a follow=1 logs call: push more lines, or end. */
   follower: { push(line: string): void; end(): void; stopped: boolean } | null = null;
 
-  constructor(public setList: SetStatus[] = demoSets()) {}
+  private rev = 1;
+
+  /** With `revision`, the fake offers StatusView.revision(); call touch() after changing setList. */
+  constructor(
+    public setList: SetStatus[] = demoSets(),
+    opts: { revision?: boolean } = {},
+  ) {
+    if (!opts.revision) this.revision = undefined;
+  }
+
+  revision?: () => number = () => this.rev;
+
+  touch(): void {
+    this.rev++;
+  }
 
   async status(): Promise<StatusDocument> {
     return {

@@ -258,3 +258,38 @@ describe('two concurrent upgrades of one container', () => {
     }
   });
 });
+
+describe('GET /v1/status with StatusView.revision()', () => {
+  it('serializes once per revision, answers ETag and 304, and follows a new revision', async () => {
+    const s = new FakeStatus(undefined, { revision: true });
+    let built = 0;
+    const orig = s.status.bind(s);
+    s.status = async () => {
+      built++;
+      return orig();
+    };
+    const h = createApiHandler({ status: s, actions: new FakeActions(s), log: silentLogger(), version: 'x' });
+    const srv = await serveOnTempSocket(h);
+    try {
+      const a = await call(srv.socketPath, 'GET', '/v1/status');
+      const b = await call(srv.socketPath, 'GET', '/v1/status');
+      expect(a.status).toBe(200);
+      expect(b.text).toBe(a.text);
+      expect(built).toBe(1);
+      const etag = String(a.headers.etag);
+      expect(etag).toBe('"r1"');
+      const c = await call(srv.socketPath, 'GET', '/v1/status', undefined, { 'if-none-match': etag });
+      expect(c.status).toBe(304);
+      expect(c.text).toBe('');
+      s.setList = s.setList.slice(0, 1);
+      s.touch();
+      const d = await call(srv.socketPath, 'GET', '/v1/status', undefined, { 'if-none-match': etag });
+      expect(d.status).toBe(200);
+      expect(d.headers.etag).toBe('"r2"');
+      expect((d.json() as { sets: unknown[] }).sets).toHaveLength(1);
+      expect(built).toBe(2);
+    } finally {
+      await srv.close();
+    }
+  });
+});

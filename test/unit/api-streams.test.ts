@@ -90,6 +90,7 @@ describe('GET /v1/events', () => {
     const { status, actions, sock } = await setup();
     const s = openStream(sock, '/v1/events');
     await waitFor(() => status.bus.size === 1);
+    await s.until(() => s.status === 200);
     expect(s.contentType).toMatch(/application\/x-ndjson/);
     const ref = (await call(sock, 'POST', '/v1/containers/cron/upgrade', { image: 'a/b:2' })).json() as never;
     actions.finish(ref, true);

@@ -11,8 +11,31 @@ function notFound(kind: string, name: string): SpcdError {
   return new SpcdError('NOT_FOUND', `no ${kind} named ${name}`, { [kind]: name });
 }
 
-export async function getStatus(ctx: RouteContext): Promise<RouteResult> {
-  return json(200, await ctx.deps.status.status());
+/**
+ * GET /v1/status. With StatusView.revision() the serialized answer is reused
+ * while the revision holds (200 containers are ~80 KiB of JSON), and a client
+ * sending the ETag back gets 304.
+ */
+export function getStatus() {
+  let cached: { revision: number; etag: string; body: Buffer } | null = null;
+  return async (ctx: RouteContext): Promise<RouteResult> => {
+    const view = ctx.deps.status;
+    if (!view.revision) return json(200, await view.status());
+    const revision = view.revision();
+    if (!cached || cached.revision !== revision) {
+      const doc = await view.status();
+      const now = view.revision();
+      const body = Buffer.from(JSON.stringify(doc));
+      // cache only if nothing changed while the document was built
+      if (now === revision) cached = { revision, etag: `"r${revision}"`, body };
+      else return json(200, doc);
+    }
+    const headers = { etag: cached.etag, 'content-type': 'application/json; charset=utf-8' };
+    if (ctx.req.headers['if-none-match'] === cached.etag) {
+      return { kind: 'bytes', status: 304, body: Buffer.alloc(0), headers };
+    }
+    return { kind: 'bytes', status: 200, body: cached.body, headers };
+  };
 }
 
 export async function getSets(ctx: RouteContext): Promise<RouteResult> {

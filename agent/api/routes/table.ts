@@ -22,7 +22,7 @@ export function buildRoutes(metrics: ApiMetrics): RouteDef<RouteHandler>[] {
     handler,
   });
   return [
-    get('/v1/status', r.getStatus),
+    get('/v1/status', r.getStatus()),
     get('/v1/sets', r.getSets),
     {
       method: 'GET',
