@@ -56,6 +56,11 @@ afterAll(async () => {
 
 describe('the API of a running spcd, through curl --unix-socket', () => {
   it('answers every read route', async () => {
+    await waitFor(
+      'status shows both running',
+      async () =>
+        JSON.stringify((await json('GET', '/v1/status')).data).split('"state":"running"').length === 3,
+    );
     const status = await json('GET', '/v1/status');
     expect(status.status).toBe(200);
     expect(status.data).toMatchObject({ instance: sb.instance, engine: { available: true } });
