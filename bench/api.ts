@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createApiHandler } from '../agent/api/handler.js';
 import { listenUnix } from '../agent/api/socket.js';
+import { DaemonStatus } from '../agent/daemon/status-view.js';
 import { silentLogger } from '../agent/log.js';
 import { demoSets, FakeActions, FakeStatus } from '../test/support/api-fakes.js';
 import { benchDaemon, type DaemonFigures } from './api-daemon.js';
@@ -32,8 +33,8 @@ type Autocannon = (opts: Record<string, unknown>) => Promise<AutocannonResult>;
 const CONTAINERS = Number(process.env.BENCH_API_CONTAINERS ?? 200);
 
 /** The child: serve the API on the socket it is told, answer "ready". */
-async function serve(socketPath: string): Promise<void> {
-  const status = new FakeStatus(demoSets(CONTAINERS));
+async function serve(socketPath: string, revision: boolean): Promise<void> {
+  const status = new FakeStatus(demoSets(CONTAINERS), { revision });
   const handler = createApiHandler({
     status,
     actions: new FakeActions(status),
@@ -47,12 +48,14 @@ async function serve(socketPath: string): Promise<void> {
   });
 }
 
-async function phase1(): Promise<{ p50: number; p99: number; rps: number }> {
+async function phase1(revision: boolean): Promise<{ p50: number; p99: number; rps: number }> {
   const require = createRequire(import.meta.url);
   const autocannon = require('autocannon') as Autocannon;
   const dir = mkdtempSync(join(tmpdir(), 'spcd-bench-api-'));
   const socketPath = join(dir, 'api.sock');
-  const child = fork(fileURLToPath(import.meta.url), ['serve', socketPath], { stdio: 'inherit' });
+  const child = fork(fileURLToPath(import.meta.url), ['serve', socketPath, revision ? '1' : '0'], {
+    stdio: 'inherit',
+  });
   try {
     await new Promise<void>((resolve, reject) => {
       child.once('message', () => resolve());
@@ -70,7 +73,7 @@ async function phase1(): Promise<{ p50: number; p99: number; rps: number }> {
     const r = await run(Number(process.env.BENCH_API_SECONDS ?? 10));
     const bodyKb = r.requests.total > 0 ? r.throughput.average / r.requests.average / 1024 : NaN;
     console.log(
-      `phase 1: GET /v1/status with ${CONTAINERS} containers (~${bodyKb.toFixed(0)} KiB per answer): ` +
+      `phase 1 (${revision ? 'with' : 'without'} StatusView.revision): GET /v1/status with ${CONTAINERS} containers (~${bodyKb.toFixed(0)} KiB per answer): ` +
         `p50=${r.latency.p50} ms p99=${r.latency.p99} ms avg=${r.latency.average} ms max=${r.latency.max} ms ` +
         `rps=${r.requests.average} total=${r.requests.total} errors=${r.errors} non2xx=${r.non2xx}`,
     );
@@ -84,10 +87,17 @@ async function phase1(): Promise<{ p50: number; p99: number; rps: number }> {
 
 async function main(): Promise<void> {
   if (process.argv[2] === 'serve') {
-    await serve(process.argv[3] as string);
+    await serve(process.argv[3] as string, process.argv[4] === '1');
     return;
   }
-  const p1 = await phase1();
+  // Measure both ways; the contract line reports the way the shipped daemon serves.
+  const daemonHasRevision = typeof (DaemonStatus.prototype as { revision?: unknown }).revision === 'function';
+  const plain = await phase1(false);
+  const cached = await phase1(true);
+  const p1 = daemonHasRevision ? cached : plain;
+  console.log(
+    `phase 1: the daemon's StatusView ${daemonHasRevision ? 'has' : 'lacks'} revision(); reporting the ${daemonHasRevision ? 'cached' : 'uncached'} figures`,
+  );
   let p2: DaemonFigures;
   if (process.env.BENCH_API_SKIP_DAEMON === '1') {
     console.log('phase 2: skipped (BENCH_API_SKIP_DAEMON=1)');
