@@ -242,6 +242,10 @@ export class Reconciler {
     const run = (async () => {
       try {
         return await fn();
+      } catch (err) {
+        const e = toSpcdError(err);
+        f.lastError = { code: e.code, message: e.message, at: this.deps.clock.now() };
+        throw err;
       } finally {
         f.operation = null;
         f.releasedAtListing = this.listing;
