@@ -17,7 +17,7 @@
  *
  * SPCD_E2E_SUMMARY=FILE: the summary line is written there (npm run e2e:libvirt).
  */
-import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProcVmProbe } from '../../agent/daemon/vm-probe.js';
@@ -260,7 +260,26 @@ beforeAll(async () => {
   expect(seen.find((v) => v.pid === qemuPid)?.name).toMatch(new RegExp(`^qemu-\\d+-${guest}$`));
 }, 30 * 60_000);
 
+async function leftovers(): Promise<{ qemu: boolean; containers: number; machineCgroups: number }> {
+  const qemu = qemuPid > 0 && startTime(qemuPid) === qemuStart;
+  const ps = await run('/usr/bin/docker', ['ps', '-aq', '--filter', `label=spcd-e2e.run=${runId}`], 60_000);
+  const mine = await run(
+    '/usr/bin/docker',
+    ['ps', '-aq', '--filter', `label=spcd.instance=${sb.instance}`],
+    60_000,
+  );
+  let machineCgroups = 0;
+  for (const h of readdirSync('/sys/fs/cgroup')) {
+    const d = join('/sys/fs/cgroup', h, 'machine');
+    if (!existsSync(d)) continue;
+    machineCgroups += readdirSync(d).filter((n) => n.endsWith(`-${guest}.libvirt-qemu`)).length;
+  }
+  const containers = new Set(`${ps.stdout}\n${mine.stdout}`.split('\n').filter(Boolean)).size;
+  return { qemu, containers, machineCgroups };
+}
+
 afterAll(async () => {
+  let left: Awaited<ReturnType<typeof leftovers>> | undefined;
   tap?.close();
   await spcd?.stop();
   if (watchPgid > 0) {
@@ -279,6 +298,9 @@ afterAll(async () => {
     console.log(`cleanup ${JSON.stringify(c)}`);
     await cleanupInstance(sb.instance);
     rmSync(sb.root, { recursive: true, force: true });
+    // Nothing of this run may stay behind: its qemu, its containers, its guest's cgroups.
+    left = await leftovers();
+    console.log(`leftovers ${JSON.stringify(left)}`);
   }
   const passed = results.filter((r) => r.ok).length;
   const apiWindows = results.map((r) => r.apiBackS).filter((x) => Number.isFinite(x));
@@ -286,6 +308,7 @@ afterAll(async () => {
   const summary = `vm_survived=${passed}/${STEPS} max_api_window_s=${maxApi} downgrade_refused=${downgradeRefused}`;
   console.log(summary);
   if (process.env.SPCD_E2E_SUMMARY) writeFileSync(process.env.SPCD_E2E_SUMMARY, `${summary}\n`);
+  if (left) expect(left).toEqual({ qemu: false, containers: 0, machineCgroups: 0 });
 }, 180_000);
 
 describe('a real qemu guest survives libvirt container changes made through spcd', () => {
