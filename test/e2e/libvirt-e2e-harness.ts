@@ -223,7 +223,7 @@ export interface ContainerView {
   state: string;
   health: string;
   startedAt: string | null;
-  lastError: { code: string; message: string } | null;
+  lastError: { code: string; message: string; at: string } | null;
 }
 
 /** The few API calls the test makes, over spcd's unix socket. */

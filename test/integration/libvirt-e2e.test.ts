@@ -425,13 +425,20 @@ describe('a real qemu guest survives libvirt container changes made through spcd
       'libvirt.yaml',
       renderSet({ root, container, runId, image: IMAGE_11, dropCgroupBind: true }),
     );
+    const hupAt = Date.now();
     spcd!.child.kill('SIGHUP');
     await tap!.wait('the reload', (e) => e.type === 'reload' && e.ok === true, 60_000);
     const refused = await waitFor(
       'the reload-triggered recreate to be refused',
       async () => {
         const c = await api.container(container);
-        return c.lastError?.code === 'VM_SAFETY_REFUSED' && c;
+        // lastError may still hold the downgrade refusal: wait for this one.
+        return (
+          c.lastError?.code === 'VM_SAFETY_REFUSED' &&
+          c.lastError.message.includes('cgroup-bind') &&
+          Date.parse(c.lastError.at) >= hupAt - 1000 &&
+          c
+        );
       },
       { timeoutMs: 120_000, intervalMs: 200 },
     ).catch(async (e: Error) => {
