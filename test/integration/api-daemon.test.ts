@@ -173,6 +173,12 @@ describe('the API of a running spcd, through curl --unix-socket', () => {
       timeoutMs: 30_000,
     });
     expect((await json('GET', `/v1/containers/${n('web')}`)).data.image).toBe('spcd-demo/service:1');
+    await waitFor('generation 3 committed', async () => {
+      const g = (await json('GET', `/v1/containers/${n('web')}/generations`)).data.generations as {
+        outcome: string;
+      }[];
+      return g[0]?.outcome === 'current';
+    });
     const gens = (await json('GET', `/v1/containers/${n('web')}/generations`)).data.generations as {
       generation: number;
       from?: number;
