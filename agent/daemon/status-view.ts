@@ -37,7 +37,24 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** Read-only view of the daemon for the API, computed from the reconciler's last observation. */
 export class DaemonStatus implements StatusView {
-  constructor(private readonly d: StatusDeps) {}
+  private rev = 0;
+  private lastObserved: unknown;
+
+  constructor(private readonly d: StatusDeps) {
+    d.events.subscribe(() => {
+      this.rev += 1;
+    });
+  }
+
+  /** Changes whenever anything the status shows may have changed: any event, or a new listing. */
+  revision(): number {
+    const observed = this.d.reconciler.observedContainers();
+    if (observed !== this.lastObserved) {
+      this.lastObserved = observed;
+      this.rev += 1;
+    }
+    return this.rev;
+  }
 
   async status(): Promise<StatusDocument> {
     const engine = this.d.reconciler.engineStatus();

@@ -47,6 +47,7 @@ interface InspectInfo {
 }
 
 const ZERO_TIME = '0001-01-01T00:00:00Z';
+const INSPECT_PARALLEL = 8;
 
 function toObserved(info: InspectInfo): ObservedContainer | undefined {
   const identity = decodeIdentity(info.Config.Labels ?? undefined);
@@ -121,18 +122,25 @@ export class DockerEngine implements Engine {
       } as Dockerode.ContainerListOptions),
     );
     const seen = new Set<string>();
-    const out: ObservedContainer[] = [];
+    const wanted: { id: string; key: string }[] = [];
     for (const item of list) {
       seen.add(item.Id);
       if (!decodeIdentity(item.Labels) || item.Labels[LABEL.task] !== undefined) continue;
-      const key = `${item.State}|${item.Status.startsWith('Up') ? 'up' : item.Status}`;
-      const cached = this.inspectCache.get(item.Id);
-      let value: ObservedContainer | undefined;
-      if (cached && cached.key === key) value = cached.value;
-      else {
-        value = await this.inspect(item.Id, o);
-        this.inspectCache.set(item.Id, { key, value });
+      wanted.push({ id: item.Id, key: `${item.State}|${item.Status.startsWith('Up') ? 'up' : item.Status}` });
+    }
+    // Inspect what changed since the last list, a few at a time (adoption of 200 containers).
+    const stale = wanted.filter((w) => this.inspectCache.get(w.id)?.key !== w.key);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < stale.length) {
+        const w = stale[next++]!;
+        this.inspectCache.set(w.id, { key: w.key, value: await this.inspect(w.id, o) });
       }
+    };
+    await Promise.all(Array.from({ length: Math.min(INSPECT_PARALLEL, stale.length) }, worker));
+    const out: ObservedContainer[] = [];
+    for (const w of wanted) {
+      const value = this.inspectCache.get(w.id)?.value;
       if (value) out.push(value);
     }
     for (const id of this.inspectCache.keys()) if (!seen.has(id)) this.inspectCache.delete(id);
@@ -204,7 +212,8 @@ export class DockerEngine implements Engine {
       );
     } catch (err) {
       // 404: gone already. 409 with force=true: a removal is already in progress.
-      if (err instanceof SpcdError && (err.code === 'ENGINE_NOT_FOUND' || err.code === 'ENGINE_CONFLICT')) return;
+      if (err instanceof SpcdError && (err.code === 'ENGINE_NOT_FOUND' || err.code === 'ENGINE_CONFLICT'))
+        return;
       throw err;
     }
   }

@@ -1,5 +1,4 @@
 /** runPreflight: every check, in a fixed order, into one report. */
-import * as si from 'systeminformation';
 import {
   DISK_LIMITS,
   checkCgroups,
@@ -16,6 +15,8 @@ import type { PreflightCheck, PreflightDeps, PreflightReport } from './types.js'
 
 async function defaultHostInfo(): Promise<PreflightReport['host']> {
   try {
+    // Loaded on first use: systeminformation is large and preflight runs once.
+    const si = await import('systeminformation');
     const os = await si.osInfo();
     return { kernel: os.kernel, distro: `${os.distro} ${os.release}`.trim(), hostname: os.hostname };
   } catch {
