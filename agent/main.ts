@@ -9,6 +9,7 @@ import { buildDaemon, describeStartupError } from './daemon/daemon.js';
 import { parseSettings, usage } from './daemon/settings.js';
 import { serveApi } from './daemon/serve-api.js';
 import { SdNotify } from './daemon/sdnotify.js';
+import { startKubeIntegration } from './daemon/kube-wiring.js';
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let settings;
@@ -55,6 +56,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     stopping ??= (async () => {
       log.info({ signal }, 'stopping; managed containers keep running');
       notify.stopping();
+      await kube?.stop();
       await api?.close();
       await daemon.stop();
     })();
@@ -74,6 +76,18 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       process.stderr.write(`spcd: ${describeStartupError(err)}\n`);
       await stop('startup-failure');
       return 1;
+    }
+  }
+  let kube: { stop(): Promise<void> } | undefined;
+  if (settings.kube && settings.nodeName) {
+    try {
+      kube = await startKubeIntegration(daemon, settings.kube, settings.nodeName);
+    } catch (err) {
+      // Kubernetes is for reporting and fleet pacing: the containers do not depend on it.
+      log.error(
+        { err: (err as Error).message },
+        'kubernetes integration did not start; continuing without it',
+      );
     }
   }
   log.info({ socket: settings.socketPath, instance: settings.instance }, 'spcd ready');

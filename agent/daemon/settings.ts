@@ -26,6 +26,8 @@ export interface Settings {
   readonly logLevel: string;
   readonly kubeconfig: string | undefined;
   readonly nodeName: string | undefined;
+  /** Kubernetes integration is on with a kubeconfig, or in a pod (service host + NODE_NAME). */
+  readonly kube: { namespace: string; desiredConfigMap: string | undefined; fleetSlots: number } | undefined;
 }
 
 interface FlagDef {
@@ -160,7 +162,33 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
       flag: 'log-level',
     });
   }
+  const kubeconfig = path('kubeconfig', false);
+  const nodeName = get('node-name');
+  const slots = Number(get('fleet-slots'));
+  if (!Number.isInteger(slots) || slots < 1 || slots > 1000) {
+    throw new SpcdError(
+      'SETTINGS_INVALID',
+      `--fleet-slots: '${get('fleet-slots')}' must be an integer from 1 to 1000`,
+      {
+        flag: 'fleet-slots',
+      },
+    );
+  }
+  const inCluster = env.KUBERNETES_SERVICE_HOST !== undefined && nodeName !== undefined;
+  if (kubeconfig && !nodeName) {
+    throw new SpcdError('SETTINGS_INVALID', '--kubeconfig needs --node-name (or NODE_NAME)', {
+      flag: 'node-name',
+    });
+  }
   return {
+    kube:
+      kubeconfig || inCluster
+        ? {
+            namespace: get('kube-namespace') ?? 'spcd-system',
+            desiredConfigMap: get('kube-desired-configmap'),
+            fleetSlots: slots,
+          }
+        : undefined,
     setsDir: path('sets', true) as string,
     overridesFile: path('overrides', false),
     stateDir,
@@ -180,7 +208,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     minReadyMs: duration('min-ready'),
     pullActivityTimeoutMs: duration('pull-activity-timeout'),
     logLevel: level,
-    kubeconfig: path('kubeconfig', false),
-    nodeName: get('node-name'),
+    kubeconfig,
+    nodeName,
   };
 }
