@@ -17,11 +17,30 @@ function forbidden(room) {
 
 const PURE_PATTERNS = [
   {
-    group: ['node:fs', 'node:fs/*', 'node:net', 'node:http', 'node:child_process', 'fs', 'net', 'http', 'child_process'],
+    group: [
+      'node:fs',
+      'node:fs/*',
+      'node:net',
+      'node:http',
+      'node:child_process',
+      'fs',
+      'net',
+      'http',
+      'child_process',
+    ],
     message: 'model/ and planner/ are pure: no I/O',
   },
   {
-    group: ['../engine/*', '../executor/*', '../reconciler/*', '../state/*', '../api/*', '../health/*', '../render/*', '../kube/*'],
+    group: [
+      '../engine/*',
+      '../executor/*',
+      '../reconciler/*',
+      '../state/*',
+      '../api/*',
+      '../health/*',
+      '../render/*',
+      '../kube/*',
+    ],
     message: 'model/ and planner/ import only model/',
   },
 ];
@@ -29,7 +48,7 @@ const PURE_PATTERNS = [
 const rooms = ['agent/engine', 'agent/render', 'agent/kube'];
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.cache/', 'coverage/'] },
+  { ignores: ['dist/', 'dist-bench/', 'node_modules/', '.cache/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
