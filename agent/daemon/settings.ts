@@ -82,6 +82,20 @@ export const FLAGS: Record<string, FlagDef> = {
     help: 'kubeconfig for Kubernetes reporting (optional; in-cluster when NODE_NAME is set)',
   },
   'node-name': { env: 'NODE_NAME', help: "this node's Kubernetes name" },
+  'kube-namespace': {
+    env: 'SPCD_KUBE_NAMESPACE',
+    help: 'namespace of Leases, Events and the desired ConfigMap',
+    def: 'spcd-system',
+  },
+  'kube-desired-configmap': {
+    env: 'SPCD_KUBE_DESIRED_CONFIGMAP',
+    help: 'ConfigMap with desired images for fleet upgrades (optional)',
+  },
+  'fleet-slots': {
+    env: 'SPCD_FLEET_SLOTS',
+    help: 'how many nodes may upgrade at once (Lease slots)',
+    def: '1',
+  },
 };
 
 export function usage(): string {

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { SpcdError } from '../../agent/errors.js';
+import { parseSettings, type Settings } from '../../agent/daemon/settings.js';
+
+const parse = (argv: string[], env: NodeJS.ProcessEnv = {}): Settings => parseSettings(argv, env) as Settings;
+
+describe('daemon settings', () => {
+  it('takes flags over environment over defaults, resolved once', () => {
+    const s = parse(['--sets', '/x/sets', '--relist-interval', '2s'], {
+      SPCD_SETS: '/env/sets',
+      SPCD_STATE_DIR: '/env/state',
+    });
+    expect(s.setsDir).toBe('/x/sets');
+    expect(s.stateDir).toBe('/env/state');
+    expect(s.socketPath).toBe('/run/spcd/spcd.sock');
+    expect(s.dockerSocket).toBe('/var/run/docker.sock');
+    expect(s.relistMs).toBe(2000);
+    expect(s.gateDeadlineMs).toBe(120_000);
+    expect(s.instance).toBe('spcd');
+    expect(s.kube).toBeUndefined();
+  });
+
+  it.each([
+    [['--relist-interval', 'soon'], /--relist-interval: 'soon' is not a duration/],
+    [['--instance', 'bad name'], /--instance: 'bad name' must match/],
+    [['--metrics-listen', 'nowhere'], /--metrics-listen: 'nowhere' must be HOST:PORT/],
+    [['--log-level', 'loud'], /--log-level: 'loud' is not a pino level/],
+    [['--fleet-slots', '0'], /--fleet-slots: '0' must be an integer/],
+    [['--kubeconfig', '/k'], /--kubeconfig needs --node-name/],
+    [['--no-such-flag'], /Unknown option '--no-such-flag'/],
+  ])('rejects %j with a message naming the flag', (argv, message) => {
+    let caught: unknown;
+    try {
+      parseSettings(argv, {});
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(SpcdError);
+    expect((caught as SpcdError).code).toBe('SETTINGS_INVALID');
+    expect((caught as SpcdError).message).toMatch(message);
+  });
+
+  it('turns Kubernetes on in a pod (service host and NODE_NAME) with its namespace and slots', () => {
+    const s = parse([], {
+      KUBERNETES_SERVICE_HOST: '10.0.0.1',
+      NODE_NAME: 'compute-1',
+      SPCD_FLEET_SLOTS: '3',
+    });
+    expect(s.kube).toEqual({ namespace: 'spcd-system', desiredConfigMap: undefined, fleetSlots: 3 });
+    expect(s.nodeName).toBe('compute-1');
+  });
+});
