@@ -109,6 +109,8 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
   // spcd's log (pino, on stderr): its "container started" lines: `time` is when its start call returned, `ms` how long it took,
   // so time - ms is the moment spcd called start.
   const startCalls: { container: string; at: number }[] = [];
+  // ... and its "container exited" lines: when spcd noticed the exit (for the breakdown of slow samples).
+  const noticed: { container: string; at: number }[] = [];
   let out = '';
   daemon.stderr.on('data', (c: Buffer) => {
     out += c.toString();
@@ -116,10 +118,13 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
     while ((nl = out.indexOf('\n')) >= 0) {
       const line = out.slice(0, nl);
       out = out.slice(nl + 1);
-      if (!line.includes('"container started"')) continue;
+      const started = line.includes('"container started"');
+      if (!started && !line.includes('"container exited"')) continue;
       try {
         const l = JSON.parse(line) as { container?: string; time?: number; ms?: number };
-        if (l.container && typeof l.time === 'number' && typeof l.ms === 'number')
+        if (!started && l.container && typeof l.time === 'number')
+          noticed.push({ container: l.container, at: l.time });
+        if (started && l.container && typeof l.time === 'number' && typeof l.ms === 'number')
           startCalls.push({ container: l.container, at: l.time - l.ms });
       } catch {
         /* not a log line */
@@ -176,6 +181,7 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
     const samples: number[] = [];
     const toRunning: number[] = [];
     let fromEvent = 0;
+    let worst = { ms: -1, line: '' };
     for (let i = 0; i < N; i++) {
       const name = `${prefix}_${i}`;
       const c = await waitFor(`${name} running`, 30_000, async () => {
@@ -199,13 +205,22 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
       const call = await waitFor(`spcd's start call for ${name}`, 5_000, () =>
         startCalls.find((s) => s.container === name && s.at >= dieMs - 1),
       ).catch(() => undefined);
-      if (call) samples.push(Math.max(0, call.at - dieMs));
-      else {
+      if (call) {
+        samples.push(Math.max(0, call.at - dieMs));
+        if (call.at - dieMs > worst.ms) {
+          const seenAt = noticed.find((x) => x.container === name && x.at >= dieMs - 1)?.at;
+          worst = {
+            ms: call.at - dieMs,
+            line: `die -> spcd noticed the exit ${seenAt === undefined ? '?' : Math.round(seenAt - dieMs)} ms -> start call ${Math.round(call.at - dieMs)} ms -> running ${Math.round(start.timeNano / 1e6 - dieMs)} ms`,
+          };
+        }
+      } else {
         fromEvent += 1; // no log line: fall back to the start event (an upper bound)
         samples.push(start.timeNano / 1e6 - dieMs);
       }
     }
     const upRanks = [...toRunning].sort((a, b) => a - b);
+    console.log(`slowest exit -> start call: ${worst.line}`);
     console.log(
       `exit (die event) -> running again (start event, includes the engine's start): p50=${Math.round(percentile(upRanks, 50))} ms p99=${Math.round(percentile(upRanks, 99))} ms max=${Math.round(upRanks[upRanks.length - 1] as number)} ms; exit -> spcd's start call taken from spcd's log for ${N - fromEvent}/${N} kills`,
     );
