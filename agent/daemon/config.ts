@@ -3,7 +3,9 @@ import { specHash } from '../model/hash.js';
 import type { ContainerSpec, DesiredState, SetSpec } from '../model/spec.js';
 import { Renderer, type RenderedConfig } from '../render/renderer.js';
 import { collectSecretValues, loadValueFile, mergeValues } from '../render/values.js';
-import { configDirPath, restorePreviousConfig, writeConfigDir } from '../render/writer.js';
+import { configDirPath, readCurrentConfig, restorePreviousConfig, writeConfigDir } from '../render/writer.js';
+import { diffConfigs, type FileDiff } from '../render/diff.js';
+import { renderedFileMap } from '../render/renderer.js';
 import type { ConfigPort } from './preparer.js';
 
 export interface ValueFiles {
@@ -86,6 +88,18 @@ export class TemplateConfig implements ConfigPort {
     const rendered = this.render(spec);
     await writeConfigDir(this.opts.configRoot, spec.name, rendered, { log: this.opts.log });
     return { hostDir: configDirPath(this.opts.configRoot, spec.name), hash: rendered.hash };
+  }
+
+  /** What rendering this spec would change on disk, secrets masked (for `spcctl plan`). */
+  async diff(spec: ContainerSpec): Promise<FileDiff[]> {
+    if (spec.config.length === 0) return [];
+    const current = await readCurrentConfig(this.opts.configRoot, spec.name);
+    return diffConfigs(current, renderedFileMap(this.render(spec)), this.secretValues);
+  }
+
+  /** A fresh instance over the same directories, for previews that must not touch this one. */
+  fork(): TemplateConfig {
+    return new TemplateConfig(this.opts);
   }
 
   async restore(spec: ContainerSpec): Promise<void> {

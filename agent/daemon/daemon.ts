@@ -14,7 +14,7 @@ import { Reconciler } from '../reconciler/reconciler.js';
 import { loadDesired } from '../spec/load.js';
 import { Journal } from '../state/journal.js';
 import { StateStore } from '../state/store.js';
-import type { PlanView } from '../api/types.js';
+import type { PlanItem, PlanView } from '../api/types.js';
 import { DaemonActions } from './actions.js';
 import { desiredContainers, stalePins } from './desired.js';
 import { Operations } from './operations.js';
@@ -153,19 +153,45 @@ export async function buildDaemon(
   const planView = async (): Promise<PlanView> => {
     const problems: string[] = [];
     let next = definitions;
+    // A preview reads the definitions and values as they are on disk now, without applying them.
+    const preview = templateConfig.fork();
     try {
       next = await loadDefinitions(settings);
+      await preview.load(next);
     } catch (err) {
       problems.push(toSpcdError(err).message);
+      next = definitions;
+      await preview.load(definitions).catch(() => undefined);
     }
-    const desired = desiredContainers(next, state, (s) => config.hash(s));
+    let desired: ReturnType<typeof desiredContainers>;
+    try {
+      desired = desiredContainers(next, state, (s) => preview.hash(s));
+    } catch (err) {
+      problems.push(toSpcdError(err).message);
+      desired = [...reconciler.desiredContainers()];
+    }
     const p = reconciler.preview(desired);
-    const items = p.steps.map((s) => {
-      const name = s.kind === 'remove' ? s.observed.identity.container : s.desired.spec.name;
-      const set = s.kind === 'remove' ? s.observed.identity.set : s.desired.spec.set;
+    const items: PlanItem[] = [];
+    for (const s of p.steps) {
+      if (s.kind === 'remove') {
+        items.push({
+          container: s.observed.identity.container,
+          set: s.observed.identity.set,
+          action: 'remove',
+          reason: s.reason,
+        });
+        continue;
+      }
       const action = s.kind === 'replace' ? 'recreate' : s.kind;
-      return { container: name, set, action, reason: s.reason } as const;
-    });
+      const diffs = s.kind === 'start' ? [] : await preview.diff(s.desired.spec).catch(() => []);
+      items.push({
+        container: s.desired.spec.name,
+        set: s.desired.spec.set,
+        action,
+        reason: s.reason,
+        ...(diffs.length > 0 ? { fileDiffs: diffs.map((d) => ({ file: d.path, diff: d.diff })) } : {}),
+      });
+    }
     for (const w of p.waiting) problems.push(`${w.container}: ${w.reason}`);
     return { items, problems };
   };

@@ -11,6 +11,7 @@ const n = (s: string): string => `${sb.instance}-${s}`;
 const templates = join(sb.root, 'templates');
 const globals = join(sb.root, 'globals.yaml');
 const configRoot = join(sb.root, 'config');
+const secrets = join(sb.root, 'secrets.yaml');
 
 const SET = `
 set: cfg
@@ -64,11 +65,21 @@ const reloadOutcome = async (count: number): Promise<string> =>
 
 beforeAll(async () => {
   mkdirSync(templates);
-  writeFileSync(join(templates, 'a.conf.j2'), '[DEFAULT]\nlevel = {{ level }}\n');
+  writeFileSync(join(templates, 'a.conf.j2'), '[DEFAULT]\nlevel = {{ level }}\npassword = {{ pw }}\n');
+  writeFileSync(secrets, 'pw: s3cr3t-value\n', { mode: 0o600 });
   writeFileSync(join(templates, 'b.conf.j2'), '[DEFAULT]\nother = {{ other }}\n');
   writeFileSync(globals, 'level: 1\nother: x\n');
   writeSet(sb, 'cfg.yaml', SET);
-  spcd = SpcdProcess.start(sb, ['--templates', templates, '--globals', globals, '--config-root', configRoot]);
+  spcd = SpcdProcess.start(sb, [
+    '--templates',
+    templates,
+    '--globals',
+    globals,
+    '--secrets',
+    secrets,
+    '--config-root',
+    configRoot,
+  ]);
   await spcd.ready();
   await waitFor('three running', async () =>
     (await Promise.all(['a', 'b', 'c'].map((s) => inspect(n(s))))).every((c) => c?.State.Running),
@@ -87,7 +98,7 @@ describe('config rendering and reconfigure on a real engine', () => {
       ['exec', n('a'), 'cat', '/var/lib/kolla/config_files/a.conf'],
       { encoding: 'utf8' },
     );
-    expect(out).toBe('[DEFAULT]\nlevel = 1\n');
+    expect(out).toBe('[DEFAULT]\nlevel = 1\npassword = s3cr3t-value\n');
     const json = JSON.parse(
       execFileSync('/usr/bin/docker', ['exec', n('a'), 'cat', '/var/lib/kolla/config_files/config.json'], {
         encoding: 'utf8',
@@ -107,6 +118,19 @@ describe('config rendering and reconfigure on a real engine', () => {
   it('a changed global restarts exactly the containers whose files change', async () => {
     const before = { b: await started('b'), c: await started('c') };
     writeFileSync(globals, 'level: 2\nother: x\n');
+    // Before anything happens, the plan names exactly the container whose files change, with a masked diff.
+    const planText = execFileSync('curl', ['-sf', '--unix-socket', sb.socket, 'http://spcd/v1/plan'], {
+      encoding: 'utf8',
+    });
+    const plan = JSON.parse(planText) as {
+      items: { container: string; action: string; fileDiffs?: { file: string; diff: string }[] }[];
+    };
+    expect(plan.items.map((i) => [i.container, i.action])).toEqual([[n('a'), 'recreate']]);
+    const diff = plan.items[0]!.fileDiffs!.find((d) => d.file === 'a.conf')!.diff;
+    expect(diff).toContain('-level = 1');
+    expect(diff).toContain('+level = 2');
+    expect(planText).not.toContain('s3cr3t-value');
+    expect(await started('b')).toBe(before.b);
     spcd.child.kill('SIGHUP');
     expect(await reloadOutcome(1)).toContain('operation succeeded');
     await waitFor(
@@ -121,7 +145,7 @@ describe('config rendering and reconfigure on a real engine', () => {
       ['exec', n('a'), 'cat', '/var/lib/kolla/config_files/a.conf'],
       { encoding: 'utf8' },
     );
-    expect(out).toBe('[DEFAULT]\nlevel = 2\n');
+    expect(out).toBe('[DEFAULT]\nlevel = 2\npassword = s3cr3t-value\n');
     expect(await started('b')).toBe(before.b);
     expect(await started('c')).toBe(before.c);
     expect(await generation('b')).toBe('1');
