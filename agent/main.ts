@@ -9,7 +9,6 @@ import { buildDaemon, describeStartupError } from './daemon/daemon.js';
 import { parseSettings, usage } from './daemon/settings.js';
 import { serveApi } from './daemon/serve-api.js';
 import { SdNotify } from './daemon/sdnotify.js';
-import { startKubeIntegration } from './daemon/kube-wiring.js';
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let settings;
@@ -81,6 +80,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   let kube: { stop(): Promise<void> } | undefined;
   if (settings.kube && settings.nodeName) {
     try {
+      // Loaded only when enabled: the Kubernetes client alone costs ~75 MB of RSS.
+      const { startKubeIntegration } = await import('./daemon/kube-wiring.js');
       kube = await startKubeIntegration(daemon, settings.kube, settings.nodeName);
     } catch (err) {
       // Kubernetes is for reporting and fleet pacing: the containers do not depend on it.
