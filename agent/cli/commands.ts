@@ -186,9 +186,13 @@ async function events(ctx: CommandContext): Promise<ExitCode> {
 async function validate(ctx: CommandContext): Promise<ExitCode> {
   const overrides = ctx.args.values.overrides;
   const setsDir = ctx.args.positionals[0] as string;
-  // the shipped layout keeps the check library next to the sets: DIR/../healthchecks/library.yaml
-  const sibling = join(dirname(resolve(setsDir)), 'healthchecks', 'library.yaml');
-  const checks = ctx.args.values.checks ?? (existsSync(sibling) ? sibling : undefined);
+  // The check library: --checks, DIR/../healthchecks,
+  // else the one shipped with spcd.
+  const candidates = [
+    join(dirname(resolve(setsDir)), 'healthchecks', 'library.yaml'),
+    new URL('../../healthchecks/library.yaml', import.meta.url).pathname,
+  ];
+  const checks = ctx.args.values.checks ?? candidates.find((c) => c !== undefined && existsSync(c));
   const { problems } = await validateDir({
     setsDir,
     ...(typeof overrides === 'string' ? { overridesFile: overrides } : {}),

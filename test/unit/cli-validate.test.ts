@@ -1,0 +1,48 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../../agent/cli/main.js';
+
+async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, {
+    stdout: { write: (t: string) => (out += t) },
+    stderr: { write: (t: string) => (err += t) },
+    env: {},
+  } as never);
+  return { code, out, err };
+}
+
+describe('spcctl validate on the shipped definitions', () => {
+  it.each(['container-sets', 'container-sets/demo', 'container-sets-e2e'])(
+    '%s is valid with the shipped check library',
+    async (dir) => {
+      const r = await cli(['validate', dir]);
+      expect(r.err).toBe('');
+      expect(r.code).toBe(0);
+    },
+  );
+
+  it('the demo set with the no-privileged host override is valid', async () => {
+    expect(
+      (
+        await cli([
+          'validate',
+          'container-sets/demo',
+          '--overrides',
+          'container-sets/hosts/no-privileged.yaml',
+        ])
+      ).code,
+    ).toBe(0);
+  });
+
+  it('exits non-zero with file:line errors on invalid ones', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spcctl-validate-'));
+    writeFileSync(join(dir, 'x.yaml'), 'set: x\ncontainers:\n  ab:\n    image: img\n    pid: hots\n');
+    const r = await cli(['validate', dir]);
+    expect(r.code).not.toBe(0);
+    expect(r.err).toContain(`${join(dir, 'x.yaml')}:5: containers.ab.pid: must be one of host, private`);
+  });
+});
