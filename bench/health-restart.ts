@@ -10,7 +10,7 @@
  * Returns undefined when dist/main.js is missing (run `npm run build`).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -110,20 +110,29 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
   // so time - ms is the moment spcd called start.
   const startCalls: { container: string; at: number }[] = [];
   // ... and its "container exited" lines: when spcd noticed the exit (for the breakdown of slow samples).
-  const noticed: { container: string; at: number }[] = [];
+  const noticed: { container: string; at: number; restartInMs: number }[] = [];
+  const stepFailures: string[] = [];
   let out = '';
+  const keepLog = process.env.BENCH_RESTART_LOG; // a file to keep spcd's whole log in, for debugging
   daemon.stderr.on('data', (c: Buffer) => {
+    if (keepLog) appendFileSync(keepLog, c);
     out += c.toString();
     let nl: number;
     while ((nl = out.indexOf('\n')) >= 0) {
       const line = out.slice(0, nl);
       out = out.slice(nl + 1);
+      if (line.includes('"step failed"')) stepFailures.push(line.slice(0, 300));
       const started = line.includes('"container started"');
       if (!started && !line.includes('"container exited"')) continue;
       try {
-        const l = JSON.parse(line) as { container?: string; time?: number; ms?: number };
+        const l = JSON.parse(line) as {
+          container?: string;
+          time?: number;
+          ms?: number;
+          restartInMs?: number;
+        };
         if (!started && l.container && typeof l.time === 'number')
-          noticed.push({ container: l.container, at: l.time });
+          noticed.push({ container: l.container, at: l.time, restartInMs: l.restartInMs ?? 0 });
         if (started && l.container && typeof l.time === 'number' && typeof l.ms === 'number')
           startCalls.push({ container: l.container, at: l.time - l.ms });
       } catch {
@@ -141,9 +150,13 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
   try {
     const running = await waitFor(`${N} supervised containers running`, 180_000, async () => {
       if (exited) throw new Error(`the daemon exited: ${stderr.trim().split('\n').slice(-3).join(' | ')}`);
-      const list = await docker.listContainers({
-        filters: { label: [`spcd.instance=${instance}`], status: ['running'] },
-      });
+      const list = (
+        await docker.listContainers({
+          filters: { label: [`spcd.instance=${instance}`], status: ['running'] },
+        })
+      ).filter((c) => c.Labels['spcd.container']?.startsWith(`${prefix}_`));
+      // Only this daemon's containers count (bench:health's exec-cost containers carry the same
+      // instance label): killing starts once the creation of all N is over.
       return list.length >= N ? list : undefined;
     });
     log.debug({ n: running.length }, 'supervised containers up');
@@ -208,10 +221,10 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
       if (call) {
         samples.push(Math.max(0, call.at - dieMs));
         if (call.at - dieMs > worst.ms) {
-          const seenAt = noticed.find((x) => x.container === name && x.at >= dieMs - 1)?.at;
+          const seen = noticed.find((x) => x.container === name && x.at >= dieMs - 1);
           worst = {
             ms: call.at - dieMs,
-            line: `die -> spcd noticed the exit ${seenAt === undefined ? '?' : Math.round(seenAt - dieMs)} ms -> start call ${Math.round(call.at - dieMs)} ms -> running ${Math.round(start.timeNano / 1e6 - dieMs)} ms`,
+            line: `die -> spcd noticed the exit ${seen === undefined ? '?' : Math.round(seen.at - dieMs)} ms (backoff ${seen?.restartInMs ?? '?'} ms) -> start call ${Math.round(call.at - dieMs)} ms -> running ${Math.round(start.timeNano / 1e6 - dieMs)} ms`,
           };
         }
       } else {
@@ -221,6 +234,12 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
     }
     const upRanks = [...toRunning].sort((a, b) => a - b);
     console.log(`slowest exit -> start call: ${worst.line}`);
+    // A restart that waited for backoff was not a first restart in spcd's accounting: say why.
+    const delayed = noticed.filter((x) => x.restartInMs > 0);
+    if (delayed.length)
+      console.log(
+        `${delayed.length} exit(s) had a backoff delay (an earlier failure of that container within its stable period); step failures logged: ${stepFailures.length}${stepFailures.length ? `\n  ${stepFailures.slice(0, 3).join('\n  ')}` : ''}`,
+      );
     console.log(
       `exit (die event) -> running again (start event, includes the engine's start): p50=${Math.round(percentile(upRanks, 50))} ms p99=${Math.round(percentile(upRanks, 99))} ms max=${Math.round(upRanks[upRanks.length - 1] as number)} ms; exit -> spcd's start call taken from spcd's log for ${N - fromEvent}/${N} kills`,
     );
