@@ -50,19 +50,22 @@ export function plan(input: PlanInput): Plan {
 
     const depsDown = d.spec.dependsOn.filter((dep) => !running(dep));
 
-    if (!primary) {
-      if (facts.failed) {
-        waiting.push({ container: name, reason: 'failed; needs an operator' });
-      } else if (facts.heldStopped) {
-        waiting.push({ container: name, reason: 'stopped by operator' });
-      } else if (depsDown.length > 0) {
-        waiting.push({ container: name, reason: `waiting for ${depsDown.join(', ')}` });
-      } else if (facts.nextAttemptAt > input.now) {
-        waiting.push({ container: name, reason: 'backoff' });
+    // Why nothing may be started now (create or restart alike); undefined when it may.
+    const blocked = (): string | undefined => {
+      if (facts.failed) return 'failed; needs an operator';
+      if (facts.heldStopped) return 'stopped by operator';
+      if (depsDown.length > 0) return `waiting for ${depsDown.join(', ')}`;
+      if (facts.nextAttemptAt > input.now) {
         wakeAt = min(wakeAt, facts.nextAttemptAt);
-      } else {
-        steps.push({ kind: 'create', desired: d, reason: 'not present' });
+        return 'backoff';
       }
+      return undefined;
+    };
+
+    if (!primary) {
+      const reason = blocked();
+      if (reason) waiting.push({ container: name, reason });
+      else steps.push({ kind: 'create', desired: d, reason: 'not present' });
       continue;
     }
 
@@ -79,15 +82,9 @@ export function plan(input: PlanInput): Plan {
     }
 
     if (isRunning(primary)) continue;
-    if (facts.heldStopped) {
-      waiting.push({ container: name, reason: 'stopped by operator' });
-    } else if (facts.failed) {
-      waiting.push({ container: name, reason: 'failed; needs an operator' });
-    } else if (depsDown.length > 0) {
-      waiting.push({ container: name, reason: `waiting for ${depsDown.join(', ')}` });
-    } else if (facts.nextAttemptAt > input.now) {
-      waiting.push({ container: name, reason: 'backoff' });
-      wakeAt = min(wakeAt, facts.nextAttemptAt);
+    const reason = blocked();
+    if (reason) {
+      waiting.push({ container: name, reason });
     } else {
       steps.push({
         kind: 'start',

@@ -4,40 +4,9 @@ import type { ObservedContainer } from '../../agent/model/observed.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
 import { plan } from '../../agent/planner/plan.js';
 import { NO_FACTS, type DesiredContainer, type RuntimeFacts } from '../../agent/planner/types.js';
+import { containerSpec } from '../support/spec.js';
 
-function spec(name: string, over: Partial<ContainerSpec> = {}): ContainerSpec {
-  return {
-    name,
-    set: 's',
-    image: 'img:1',
-    environment: {},
-    privileged: false,
-    pid: 'private',
-    network: 'none',
-    ipc: 'private',
-    uts: 'private',
-    cgroupns: 'private',
-    binds: [],
-    tmpfs: [],
-    devices: [],
-    capAdd: [],
-    capDrop: [],
-    securityOpt: [],
-    ulimits: [],
-    sysctls: {},
-    init: false,
-    labels: {},
-    stopSignal: 'SIGTERM',
-    stopGraceMs: 10_000,
-    dependsOn: [],
-    healthchecks: [],
-    role: 'service',
-    config: [],
-    bootstrap: [],
-    source: 'test:1',
-    ...over,
-  };
-}
+const spec = containerSpec;
 
 const desired = (s: ContainerSpec, configHash = 'none'): DesiredContainer => ({
   spec: s,
