@@ -10,12 +10,13 @@
  * Cleans up only containers carrying its own spcd.instance label.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Dockerode from 'dockerode';
 import type { SetStatus, StatusDocument } from '../agent/api/types.js';
+import { writeSleeperSet } from './support/sleeper-set.js';
 
 export interface DaemonFigures {
   readonly rssMb: number;
@@ -90,17 +91,7 @@ export async function benchDaemon(n: number): Promise<DaemonFigures> {
   mkdirSync(join(tmp, 'sets'));
   mkdirSync(join(tmp, 'state'));
   const socketPath = join(tmp, 'run', 'spcd.sock');
-  const lines = ['set: benchapi', 'description: bench:api adoption', 'containers:'];
-  for (let i = 0; i < n; i++) {
-    lines.push(
-      `  ${prefix}_${i}:`,
-      '    image: spcd-demo/service:1',
-      '    command: [demo-service, sleep]',
-      '    network: none',
-      '    stop_grace_period: 1s',
-    );
-  }
-  writeFileSync(join(tmp, 'sets', 'bench.yaml'), `${lines.join('\n')}\n`);
+  writeSleeperSet(join(tmp, 'sets', 'bench.yaml'), 'benchapi', 'bench:api adoption', prefix, n);
 
   const start = (): { child: ChildProcess; stderr: () => string } => {
     const child = spawn(

@@ -10,12 +10,13 @@
  * Returns undefined when dist/main.js is missing (run `npm run build`).
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import Dockerode from 'dockerode';
 import type { Logger } from '../agent/log.js';
+import { writeSleeperSet } from './support/sleeper-set.js';
 
 export interface RestartFigures {
   readonly samples: number;
@@ -60,17 +61,7 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
   const tmp = mkdtempSync(join(tmpdir(), 'spcd-bench-health-'));
   mkdirSync(join(tmp, 'sets'));
   mkdirSync(join(tmp, 'state'));
-  const lines = ['set: benchrestart', 'description: bench:health exit-to-restart', 'containers:'];
-  for (let i = 0; i < N; i++) {
-    lines.push(
-      `  ${prefix}_${i}:`,
-      '    image: spcd-demo/service:1',
-      '    command: [demo-service, sleep]',
-      '    network: none',
-      '    stop_grace_period: 1s',
-    );
-  }
-  writeFileSync(join(tmp, 'sets', 'bench.yaml'), `${lines.join('\n')}\n`);
+  writeSleeperSet(join(tmp, 'sets', 'bench.yaml'), 'benchrestart', 'bench:health exit-to-restart', prefix, N);
 
   const removeOurs = async (): Promise<void> => {
     const list = await docker.listContainers({
