@@ -1,8 +1,10 @@
 /**
- * Phase 2 of bench:api: the real daemon (`node bin/spcd.js`, after `npm run
- * build`) with N containers of spcd-demo/service:1 (network none). Measures
- * - rss_mb: the daemon's VmRSS once all N run and it has settled;
+ * bench:api's run of the real daemon (bin/spcd.js, after `npm run build`)
+ * with N containers of spcd-demo/service:1 (network none). Measures
+ * - rss_mb: the daemon's VmRSS, the largest of three samples: 5 s after all N
+ *   run, after 30 s of idling, and right after the status load;
  * - idle_cpu_pct: its user+system CPU over 30 s of idling, in % of one core;
+ * - the status load the caller runs against its socket (p50, p99, rps);
  * - adopt_s: after SIGTERM and a fresh start, the time from spawning the new
  *   process until GET /v1/status shows all N running (what an operator sees);
  * - adopt_restarts: containers whose id or StartedAt changed across the
@@ -18,7 +20,13 @@ import Dockerode from 'dockerode';
 import type { SetStatus, StatusDocument } from '../agent/api/types.js';
 import { writeSleeperSet } from './support/sleeper-set.js';
 
-export interface DaemonFigures {
+export interface LoadFigures {
+  readonly p50: number;
+  readonly p99: number;
+  readonly rps: number;
+}
+
+export interface DaemonFigures extends LoadFigures {
   readonly rssMb: number;
   readonly idleCpuPct: number;
   readonly adoptS: number;
@@ -80,7 +88,10 @@ function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-export async function benchDaemon(n: number): Promise<DaemonFigures> {
+export async function benchDaemon(
+  n: number,
+  load: (socketPath: string) => Promise<LoadFigures>,
+): Promise<DaemonFigures> {
   const repo = resolve('.');
   if (!existsSync(join(repo, 'dist/main.js')))
     throw new Error('dist/main.js missing: run `npm run build` first');
@@ -95,9 +106,8 @@ export async function benchDaemon(n: number): Promise<DaemonFigures> {
 
   const start = (): { child: ChildProcess; stderr: () => string } => {
     const child = spawn(
-      process.execPath,
+      join(repo, 'bin/spcd.js'),
       [
-        join(repo, 'bin/spcd.js'),
         '--sets',
         join(tmp, 'sets'),
         '--state-dir',
@@ -156,7 +166,7 @@ export async function benchDaemon(n: number): Promise<DaemonFigures> {
       throw new Error(`${(e as Error).message}; ${d1.stderr().trim().split('\n').slice(-3).join(' | ')}`);
     });
     console.log(
-      `phase 2: first start brought up ${n} containers in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+      `daemon: first start brought up ${n} containers in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
     );
     await sleep(5_000); // let creation churn settle before measuring idle
     const pid = first.child.pid as number;
@@ -166,8 +176,11 @@ export async function benchDaemon(n: number): Promise<DaemonFigures> {
     const idlePct = ((cpuTicks(pid) - c0) / CLK_TCK / IDLE_S) * 100;
     const rssAfter = rssMb(pid);
     console.log(
-      `phase 2: rss=${rss.toFixed(1)} MB (after idle ${rssAfter.toFixed(1)} MB), idle cpu over ${IDLE_S}s=${idlePct.toFixed(2)}% of a core`,
+      `daemon: rss=${rss.toFixed(1)} MB (after idle ${rssAfter.toFixed(1)} MB), idle cpu over ${IDLE_S}s=${idlePct.toFixed(2)}% of a core`,
     );
+    const loaded = await load(socketPath);
+    const rssLoaded = rssMb(pid);
+    console.log(`daemon: rss right after the status load=${rssLoaded.toFixed(1)} MB`);
 
     const before = await snapshot();
     await stop(first.child);
@@ -181,9 +194,15 @@ export async function benchDaemon(n: number): Promise<DaemonFigures> {
     let restarts = 0;
     for (const [name, id] of before) if (after.get(name) !== id) restarts++;
     console.log(
-      `phase 2: restart adopted ${n} containers in ${adoptS.toFixed(2)} s; ${restarts} restarted or replaced`,
+      `daemon: restart adopted ${n} containers in ${adoptS.toFixed(2)} s; ${restarts} restarted or replaced`,
     );
-    return { rssMb: Math.max(rss, rssAfter), idleCpuPct: idlePct, adoptS, adoptRestarts: restarts };
+    return {
+      ...loaded,
+      rssMb: Math.max(rss, rssAfter, rssLoaded),
+      idleCpuPct: idlePct,
+      adoptS,
+      adoptRestarts: restarts,
+    };
   } finally {
     if (second) await stop(second.child);
     if (first) await stop(first.child);

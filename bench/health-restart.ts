@@ -1,5 +1,5 @@
 /**
- * Exit-to-restart through the real daemon: starts `node bin/spcd.js` on a
+ * Exit-to-restart through the real daemon: starts `bin/spcd.js` on a
  * temporary set of N busybox containers, SIGKILLs each container's init
  * process from the host once (so every restart is a first restart: spcd's
  * backoff delays only the second failure within its stable period), and
@@ -79,9 +79,8 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
   };
 
   const daemon = spawn(
-    process.execPath,
+    join(repo, 'bin/spcd.js'),
     [
-      join(repo, 'bin/spcd.js'),
       '--sets',
       join(tmp, 'sets'),
       '--state-dir',

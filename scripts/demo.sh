@@ -28,5 +28,5 @@ fi
     --format 'table {{.Names}}\t{{.Image}}\t{{.Status}}\t{{.Label "spcd.set"}}\t{{.Label "spcd.generation"}}'
   echo "=== try: npx spcctl --socket $SOCK status   (Ctrl-C stops spcd, not the containers) ==="
 ) &
-exec node bin/spcd.js --instance demo --sets container-sets/demo "${overrides[@]}" \
+exec bin/spcd.js --instance demo --sets container-sets/demo "${overrides[@]}" \
   --state-dir "$STATE" --socket "$SOCK" "$@"

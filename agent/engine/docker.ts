@@ -1,10 +1,11 @@
-import Dockerode from 'dockerode';
+import type Dockerode from 'dockerode';
 import type { Logger } from '../log.js';
 import { SpcdError } from '../errors.js';
 import { decodeIdentity, LABEL } from '../model/labels.js';
 import type { EngineState, ObservedContainer } from '../model/observed.js';
 import { createBody } from './create-options.js';
 import { DEADLINES } from './deadlines.js';
+import { loadDockerode } from './load-dockerode.js';
 import { runExec } from './exec.js';
 import { mapEngineError, withDeadline } from './map-error.js';
 import { pullImage } from './pull.js';
@@ -80,7 +81,8 @@ export class DockerEngine implements Engine {
   private readonly inspectCache = new Map<string, { key: string; value: ObservedContainer | undefined }>();
 
   constructor(private readonly opts: { socketPath: string; log: Logger }) {
-    this.docker = new Dockerode({ socketPath: opts.socketPath });
+    const Docker = loadDockerode();
+    this.docker = new Docker({ socketPath: opts.socketPath });
   }
 
   async ping(o?: CallOptions): Promise<void> {

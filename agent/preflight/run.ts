@@ -15,9 +15,9 @@ import type { PreflightCheck, PreflightDeps, PreflightReport } from './types.js'
 
 async function defaultHostInfo(): Promise<PreflightReport['host']> {
   try {
-    // Loaded on first use: systeminformation is large and preflight runs once.
-    const si = await import('systeminformation');
-    const os = await si.osInfo();
+    // Only systeminformation's osinfo part, loaded on first use: preflight runs once.
+    const { osInfo } = await import('systeminformation/lib/osinfo.js');
+    const os = await osInfo();
     return { kernel: os.kernel, distro: `${os.distro} ${os.release}`.trim(), hostname: os.hostname };
   } catch {
     return {};

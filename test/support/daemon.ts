@@ -53,9 +53,8 @@ export class SpcdProcess {
 
   static start(sb: Sandbox, extra: string[] = [], env: NodeJS.ProcessEnv = {}): SpcdProcess {
     const child = spawn(
-      process.execPath,
+      join(REPO, 'bin', 'spcd.js'),
       [
-        join(REPO, 'bin', 'spcd.js'),
         '--sets',
         sb.setsDir,
         '--state-dir',

@@ -2,6 +2,7 @@
 import { SpcdError } from '../../errors.js';
 import { json, type RouteContext, type RouteResult } from '../context.js';
 import { containerMetrics, type ApiMetrics } from '../metrics.js';
+import { processMetrics } from '../process-metrics.js';
 
 function param(ctx: RouteContext, key: string): string {
   return ctx.params[key] ?? '';
@@ -80,6 +81,7 @@ export function getMetrics(api: ApiMetrics) {
     const text =
       containerMetrics(ctx.deps.status.sets()) +
       api.render() +
+      processMetrics() +
       (extra && !extra.endsWith('\n') ? extra + '\n' : extra);
     return { kind: 'text', status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', text };
   };
