@@ -159,14 +159,27 @@ export async function benchDaemon(
     first = start();
     const t0 = Date.now();
     const d1 = first;
-    await waitFor(`${n} containers running (first start)`, 600_000, async () => {
-      if (d1.child.exitCode !== null) throw new Error('exited');
-      return allRunning(d1)();
-    }).catch((e: unknown) => {
-      throw new Error(`${(e as Error).message}; ${d1.stderr().trim().split('\n').slice(-3).join(' | ')}`);
-    });
+    let peak = 0;
+    const sampler = setInterval(() => {
+      try {
+        if (d1.child.pid !== undefined) peak = Math.max(peak, rssMb(d1.child.pid) || 0);
+      } catch {
+        // exited between samples; the wait below reports it
+      }
+    }, 100);
+    try {
+      await waitFor(`${n} containers running (first start)`, 600_000, async () => {
+        if (d1.child.exitCode !== null) throw new Error('exited');
+        return allRunning(d1)();
+      }).catch((e: unknown) => {
+        throw new Error(`${(e as Error).message}; ${d1.stderr().trim().split('\n').slice(-3).join(' | ')}`);
+      });
+    } finally {
+      clearInterval(sampler);
+    }
     console.log(
-      `daemon: first start brought up ${n} containers in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+      `daemon: first start brought up ${n} containers in ${((Date.now() - t0) / 1000).toFixed(1)} s; ` +
+        `peak rss while creating them ${peak.toFixed(1)} MB (sampled every 100 ms)`,
     );
     await sleep(5_000); // let creation churn settle before measuring idle
     const pid = first.child.pid as number;

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../agent/api/handler.js';
 import { ERRORS, SpcdError } from '../../agent/errors.js';
@@ -107,6 +108,17 @@ describe('read routes', () => {
     );
     expect(m.text).toContain('spcd_api_request_duration_seconds_bucket{route="GET /v1/status",le="+Inf"}');
     expect(m.text).toContain('spcd_reconcile_total 7');
+    // The process's own figures: this test process's, within what /proc says of it.
+    const rss = Number(/^process_resident_memory_bytes (\d+)$/m.exec(m.text)?.[1]);
+    expect(rss).toBeGreaterThan(10 * 1024 * 1024);
+    expect(rss).toBeLessThan(os.totalmem());
+    const used = Number(/^nodejs_heap_size_used_bytes (\d+)$/m.exec(m.text)?.[1]);
+    const total = Number(/^nodejs_heap_size_total_bytes (\d+)$/m.exec(m.text)?.[1]);
+    expect(used).toBeGreaterThan(0);
+    expect(used).toBeLessThanOrEqual(total);
+    expect(m.text).toMatch(/^process_cpu_seconds_total \d+(\.\d+)?$/m);
+    const started = Number(/^process_start_time_seconds (\d+)$/m.exec(m.text)?.[1]);
+    expect(Math.abs(started - (Date.now() / 1000 - process.uptime()))).toBeLessThan(2);
   });
 });
 
