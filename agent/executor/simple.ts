@@ -98,12 +98,19 @@ export async function startContainer(
   );
 }
 
-/** Stops and removes a container that carries our labels and has no definition any more. */
+/**
+ * Stops and removes a container that carries our labels and has no definition
+ * any more (or is a stray beside its defined primary). With `keepHypervisor`,
+ * a running hypervisor (role in its generation's recorded definition) is
+ * refused while VMs run: their hypervisor would be gone.
+ */
 export async function removeContainer(
   deps: ExecutorDeps,
   o: ObservedContainer,
   reason: string,
+  keepHypervisor: boolean,
 ): Promise<void> {
+  if (keepHypervisor && isRunning(o)) await refuseWhileVmsRun(deps, o, reason);
   if (isRunning(o)) await deps.engine.stop(o.id, 10_000);
   await deps.engine.remove(o.id);
   deps.events.publish({
@@ -115,4 +122,26 @@ export async function removeContainer(
     reason,
   });
   deps.log.info({ container: o.identity.container, name: o.name, reason }, 'container removed');
+}
+
+async function refuseWhileVmsRun(deps: ExecutorDeps, o: ObservedContainer, reason: string): Promise<void> {
+  const name = o.identity.container;
+  const recorded = deps.state.generation(name, o.identity.generation)?.spec;
+  if (recorded?.role !== 'hypervisor') return;
+  const vms = await deps.vms.runningVms();
+  if (vms.length === 0) return;
+  const list = vms.map((v) => `${v.name}(pid ${v.pid})`).join(', ');
+  const message =
+    `refusing to remove hypervisor ${name} (${reason}) while ${vms.length} VM(s) run: ${list}; ` +
+    'they would keep running with no hypervisor to manage them. Restore its definition, or migrate or ' +
+    'stop the VMs: spcd retries the removal with backoff and removes it once none run.';
+  deps.events.publish({
+    type: 'state',
+    at: deps.clock.now(),
+    container: name,
+    from: o.state,
+    to: 'kept',
+    reason: message,
+  });
+  throw new SpcdError('VM_SAFETY_REFUSED', message, { container: name, vms: vms.map((v) => v.name) });
 }

@@ -25,10 +25,18 @@ export function plan(input: PlanInput): Plan {
   for (const [name, list] of byName) primaryOf.set(name, pickPrimary(name, list));
 
   // Definitions deleted: stop and remove what carries our labels, and only that.
+  // A removal that failed (e.g. refused while VMs run) waits for its backoff.
   for (const [name, list] of byName) {
     if (desiredNames.has(name)) continue;
-    if ((input.facts.get(name) ?? NO_FACTS).busy) continue;
-    for (const o of list) steps.push({ kind: 'remove', observed: o, reason: 'definition deleted' });
+    const facts = input.facts.get(name) ?? NO_FACTS;
+    if (facts.busy) continue;
+    if (facts.nextAttemptAt > input.now) {
+      wakeAt = min(wakeAt, facts.nextAttemptAt);
+      waiting.push({ container: name, reason: 'removal waits for its backoff' });
+      continue;
+    }
+    for (const o of list)
+      steps.push({ kind: 'remove', observed: o, reason: 'definition deleted', definitionDeleted: true });
   }
 
   const running = (name: string): boolean => {
@@ -45,7 +53,13 @@ export function plan(input: PlanInput): Plan {
 
     // Strays (e.g. an old instance parked by an interrupted upgrade that the journal did not cover).
     for (const o of list) {
-      if (o !== primary) steps.push({ kind: 'remove', observed: o, reason: `extra instance of ${name}` });
+      if (o !== primary)
+        steps.push({
+          kind: 'remove',
+          observed: o,
+          reason: `extra instance of ${name}`,
+          definitionDeleted: false,
+        });
     }
 
     const depsDown = d.spec.dependsOn.filter((dep) => !running(dep));

@@ -34,7 +34,13 @@ export type Step =
       readonly observed: ObservedContainer;
       readonly reason: string;
     }
-  | { readonly kind: 'remove'; readonly observed: ObservedContainer; readonly reason: string };
+  | {
+      readonly kind: 'remove';
+      readonly observed: ObservedContainer;
+      readonly reason: string;
+      /** Its definition is gone (not a stray beside a defined primary): a hypervisor is kept while VMs run. */
+      readonly definitionDeleted: boolean;
+    };
 
 export interface Plan {
   readonly steps: readonly Step[];

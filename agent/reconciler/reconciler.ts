@@ -520,7 +520,9 @@ export class Reconciler {
         const f = this.factsOf(name);
         f.lastError = { code: e.code, message: e.message, at: this.deps.clock.now() };
         f.backoff = recordFailure(f.backoff, this.deps.clock.now(), this.backoff);
-        if (e.code === 'BOOTSTRAP_FAILED' || e.code === 'VM_SAFETY_REFUSED') f.failed = e.message;
+        // A refused removal is retried with backoff (the VMs may be migrated); a refused change needs an operator.
+        if (s.kind !== 'remove' && (e.code === 'BOOTSTRAP_FAILED' || e.code === 'VM_SAFETY_REFUSED'))
+          f.failed = e.message;
         this.deps.log.warn({ container: name, step: s.kind, code: e.code, err: e.message }, 'step failed');
       });
     }
@@ -544,7 +546,7 @@ export class Reconciler {
         return;
       }
       case 'remove':
-        await removeContainer(this.deps.exec, s.observed, s.reason);
+        await removeContainer(this.deps.exec, s.observed, s.reason, s.definitionDeleted);
         return;
       case 'replace': {
         await upgradeContainer(this.deps.exec, {

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync } from 'nod
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSpcdError, type SpcdError } from '../../agent/errors.js';
+import { removeContainer } from '../../agent/executor/simple.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { UpgradeHarness } from '../support/upgrade-harness.js';
@@ -178,5 +179,38 @@ describe('VMs survive hypervisor upgrades and rollbacks', () => {
     console.log(
       `hypervisor stop->running windows (ms): min ${Math.min(...windows)} max ${Math.max(...windows)}`,
     );
+  });
+
+  // Last: it ends the stand-in VMs.
+  it('refuses to remove the hypervisor whose definition is deleted while VMs run, and removes it once none run', async () => {
+    const current = (await h.current(name))!;
+    const events: string[] = [];
+    const off = h.deps.events.subscribe((e) => {
+      if (e.type === 'state' && e.container === name) events.push(`${e.to}: ${e.reason ?? ''}`);
+    });
+    try {
+      const err = await removeContainer(h.deps, current, 'definition deleted', true).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isSpcdError(err, 'VM_SAFETY_REFUSED'), String(err)).toBe(true);
+      expect((err as SpcdError).message).toMatch(/refusing to remove hypervisor .* while 2 VM\(s\) run/);
+      expect((err as SpcdError).details.vms).toEqual(vms.map((v) => `spcd-demo-${v.name}`));
+      const kept = await inspect(name);
+      expect(kept!.Id).toBe(current.id);
+      expect(kept!.State.Running).toBe(true);
+      assertVmsAlive('after a refused removal');
+      expect(events).toEqual([expect.stringMatching(/^kept: refusing to remove hypervisor/)]);
+
+      for (const vm of vms) process.kill(vm.pid, 'SIGKILL');
+      await waitFor('no VM left', async () => (await h.deps.vms.runningVms()).length === 0, {
+        timeoutMs: 10_000,
+      });
+      await removeContainer(h.deps, current, 'definition deleted', true);
+      expect(await inspect(name)).toBeUndefined();
+      expect(events.at(-1)).toMatch(/^removed: definition deleted/);
+    } finally {
+      off();
+    }
   });
 });

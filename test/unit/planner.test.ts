@@ -95,7 +95,22 @@ describe('planner', () => {
     const gone = desired(spec('gone'));
     const p = plan({ desired: [a], observed: [observed(a), observed(gone)], facts: new Map(), now: NOW });
     expect(p.steps).toMatchObject([
-      { kind: 'remove', reason: 'definition deleted', observed: { name: 'gone' } },
+      { kind: 'remove', reason: 'definition deleted', observed: { name: 'gone' }, definitionDeleted: true },
+    ]);
+  });
+
+  it('retries a refused removal only after its backoff', () => {
+    const a = desired(spec('a'));
+    const gone = desired(spec('gone'));
+    const input = { desired: [a], observed: [observed(a), observed(gone)] };
+    const facts = new Map<string, RuntimeFacts>([['gone', { ...NO_FACTS, nextAttemptAt: NOW + 4_000 }]]);
+    const waiting = plan({ ...input, facts, now: NOW });
+    expect(waiting.steps).toEqual([]);
+    expect(waiting.waiting).toEqual([{ container: 'gone', reason: 'removal waits for its backoff' }]);
+    expect(waiting.wakeAt).toBe(NOW + 4_000);
+    const due = plan({ ...input, facts, now: NOW + 4_000 });
+    expect(due.steps).toMatchObject([
+      { kind: 'remove', observed: { name: 'gone' }, definitionDeleted: true },
     ]);
   });
 
@@ -142,6 +157,8 @@ describe('planner', () => {
     const primary = observed(a, {}, 3);
     const stray = observed(a, { name: 'a.g2.old', state: 'exited' }, 2);
     const p = plan({ desired: [a], observed: [primary, stray], facts: new Map(), now: NOW });
-    expect(p.steps).toMatchObject([{ kind: 'remove', observed: { name: 'a.g2.old' } }]);
+    expect(p.steps).toMatchObject([
+      { kind: 'remove', observed: { name: 'a.g2.old' }, definitionDeleted: false },
+    ]);
   });
 });
