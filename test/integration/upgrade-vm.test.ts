@@ -1,11 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSpcdError, type SpcdError } from '../../agent/errors.js';
 import { removeContainer } from '../../agent/executor/simple.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
+import { endVms, hypervisorBody, startVm } from '../support/stand-in-vms.js';
 import { UpgradeHarness } from '../support/upgrade-harness.js';
 import { waitFor } from '../support/wait.js';
 
@@ -23,23 +23,7 @@ const vms: { name: string; pid: number; start: string }[] = [];
 const tag = `${process.pid % 10000}${Math.floor(Math.random() * 1000)}`;
 
 function hvBody(root: string, image: string): string {
-  return `
-image: ${image}
-command: [demo-service, libvirt]
-role: hypervisor
-privileged: false
-cap_add: [ALL]
-cap_drop: [SYS_RESOURCE]
-pid: host
-network: host
-cgroupns: host
-init: true
-binds:
-  - /sys/fs/cgroup:/sys/fs/cgroup
-  - ${root}/run-libvirt:/run/libvirt
-  - ${root}/lib-libvirt:/var/lib/libvirt
-tmpfs: [/sys/fs/cgroup/unified]
-stop_grace_period: 2s`;
+  return `\n${hypervisorBody(root, image)}`;
 }
 
 /** Field 22 of /proc/PID/stat (start time in clock ticks since boot); comm may hold spaces. */
@@ -68,8 +52,7 @@ beforeAll(async () => {
   await h.createFirst(base);
   await waitFor('hypervisor running', async () => (await inspect(name))?.State.Running);
   for (const vm of [`a${tag}`, `b${tag}`]) {
-    const out = execFileSync('/usr/bin/docker', ['exec', name, 'vm-start', vm], { encoding: 'utf8' });
-    const pid = Number(out.trim());
+    const { pid } = startVm(name, vm);
     expect(pid).toBeGreaterThan(1);
     vms.push({ name: vm, pid, start: startTime(pid)! });
   }
@@ -80,28 +63,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
   if (h) await cleanupInstance(h.instance);
-  for (const vm of vms) {
-    try {
-      process.kill(vm.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  for (const vm of vms) {
-    await waitFor(`${vm.name} gone`, () => !existsSync(`/proc/${vm.pid}`), { timeoutMs: 5_000 }).catch(
-      () => undefined,
-    );
-    for (const hier of readdirSync('/sys/fs/cgroup')) {
-      const d = `/sys/fs/cgroup/${hier}/machine/spcd-demo-${vm.name}`;
-      if (existsSync(d)) {
-        try {
-          rmdirSync(d);
-        } catch {
-          // busy or not a directory we can remove: leave it
-        }
-      }
-    }
-  }
+  await endVms(vms);
 });
 
 async function expectRefused(spec: ContainerSpec, opts: { force?: boolean } = {}): Promise<SpcdError> {
