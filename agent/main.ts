@@ -5,7 +5,7 @@
  */
 import { createLogger } from './log.js';
 import { SpcdError } from './errors.js';
-import { buildDaemon, describeStartupError } from './daemon/daemon.js';
+import { buildDaemon, describeStartupError, packageVersion } from './daemon/daemon.js';
 import { parseSettings, usage } from './daemon/settings.js';
 import { serveApi } from './daemon/serve-api.js';
 import { SdNotify } from './daemon/sdnotify.js';
@@ -16,6 +16,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const parsed = parseSettings(argv, env);
     if (parsed === 'help') {
       process.stdout.write(`${usage()}\n`);
+      return 0;
+    }
+    if (parsed === 'version') {
+      process.stdout.write(`spcd ${packageVersion()}\n`);
       return 0;
     }
     settings = parsed;

@@ -103,6 +103,10 @@ export function usage(): string {
   for (const [name, d] of Object.entries(FLAGS)) {
     lines.push(`  --${name.padEnd(24)} ${d.help} (env ${d.env}${d.def ? `, default ${d.def}` : ''})`);
   }
+  lines.push(
+    `  --${'help'.padEnd(24)} this text`,
+    `  --${'version'.padEnd(24)} print spcd's version and exit`,
+  );
   return lines.join('\n');
 }
 
@@ -111,13 +115,13 @@ export function repoRoot(): string {
   return resolve(new URL('.', import.meta.url).pathname, '..', '..');
 }
 
-export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings | 'help' {
+export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings | 'help' | 'version' {
   const options = Object.fromEntries(Object.keys(FLAGS).map((k) => [k, { type: 'string' as const }]));
   let parsed;
   try {
     parsed = parseArgs({
       args: argv,
-      options: { ...options, help: { type: 'boolean' } },
+      options: { ...options, help: { type: 'boolean' }, version: { type: 'boolean' } },
       strict: true,
       allowPositionals: false,
     });
@@ -125,6 +129,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     throw new SpcdError('SETTINGS_INVALID', `${(err as Error).message}\n${usage()}`);
   }
   if (parsed.values.help) return 'help';
+  if (parsed.values.version) return 'version';
   const get = (k: string): string | undefined => {
     const v = (parsed.values as Record<string, string | boolean | undefined>)[k];
     const fromFlag = typeof v === 'string' ? v : undefined;

@@ -5,6 +5,11 @@ import { parseSettings, type Settings } from '../../agent/daemon/settings.js';
 const parse = (argv: string[], env: NodeJS.ProcessEnv = {}): Settings => parseSettings(argv, env) as Settings;
 
 describe('daemon settings', () => {
+  it('answers --help and --version before reading any other setting', () => {
+    expect(parseSettings(['--help'], { SPCD_RELIST_INTERVAL: 'bogus' })).toBe('help');
+    expect(parseSettings(['--version'], { SPCD_RELIST_INTERVAL: 'bogus' })).toBe('version');
+  });
+
   it('takes flags over environment over defaults, resolved once', () => {
     const s = parse(['--sets', '/x/sets', '--relist-interval', '2s'], {
       SPCD_SETS: '/env/sets',
