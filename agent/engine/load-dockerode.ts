@@ -80,8 +80,8 @@ function defer(req: NodeJS.Require, filename: string, d: Deferral): void {
     has: (_t, key) => key in load(),
     ownKeys: () => Reflect.ownKeys(load()),
     getOwnPropertyDescriptor: (_t, key) => {
-      const d = Reflect.getOwnPropertyDescriptor(load(), key);
-      return d ? { ...d, configurable: true } : undefined;
+      const desc = Reflect.getOwnPropertyDescriptor(load(), key);
+      return desc ? { ...desc, configurable: true } : undefined;
     },
   });
   req.cache[filename] = {
