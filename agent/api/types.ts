@@ -57,6 +57,11 @@ export interface StatusDocument {
   readonly engine: { readonly available: boolean; readonly version?: string; readonly reason?: string };
   readonly preflight?: Readonly<Record<string, unknown>>;
   readonly sets: readonly SetStatus[];
+  /**
+   * Containers of this instance that still exist though no definition names
+   * them: a hypervisor kept while VMs run, or a removal still pending.
+   */
+  readonly retained?: readonly ContainerStatus[];
 }
 
 export interface HealthResultView {

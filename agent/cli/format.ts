@@ -48,24 +48,29 @@ export function formatStatus(doc: StatusDocument): string {
     : `UNAVAILABLE${doc.engine.reason ? ` (${doc.engine.reason})` : ''}`;
   const head = `spcd ${doc.version}  instance ${doc.instance}  engine ${engine}\n`;
   const rows: string[][] = [];
+  const heading = (text: string): number => rows.push([text, '', '', '', '', '', '']);
+  const row = (c: ContainerStatus, depth: number): number =>
+    rows.push([
+      `${'  '.repeat(depth)}${c.name}`,
+      String(c.generation),
+      c.state,
+      c.health,
+      String(c.restartCount),
+      c.image,
+      lastError(c),
+    ]);
   const walk = (sets: readonly SetStatus[], depth: number): void => {
     for (const s of sets) {
-      rows.push([`${'  '.repeat(depth)}${s.path}/`, '', '', '', '', '', '']);
-      for (const c of s.containers) {
-        rows.push([
-          `${'  '.repeat(depth + 1)}${c.name}`,
-          String(c.generation),
-          c.state,
-          c.health,
-          String(c.restartCount),
-          c.image,
-          lastError(c),
-        ]);
-      }
+      heading(`${'  '.repeat(depth)}${s.path}/`);
+      for (const c of s.containers) row(c, depth + 1);
       walk(s.sets, depth + 1);
     }
   };
   walk(doc.sets, 0);
+  if (doc.retained && doc.retained.length > 0) {
+    heading('(definition deleted)');
+    for (const c of doc.retained) row(c, 1);
+  }
   return head + table(['SET/CONTAINER', 'GEN', 'STATE', 'HEALTH', 'RESTARTS', 'IMAGE', 'LAST ERROR'], rows);
 }
 

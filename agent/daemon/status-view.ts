@@ -66,7 +66,20 @@ export class DaemonStatus implements StatusView {
       engine,
       ...(pre ? { preflight: pre } : {}),
       sets: this.sets(),
+      retained: this.retained(),
     };
+  }
+
+  /** Observed containers whose definition is gone (see StatusDocument.retained). */
+  private retained(): ContainerStatus[] {
+    const r = this.d.reconciler;
+    const defined = new Set(r.desiredContainers().map((d) => d.spec.name));
+    const out = new Map<string, ContainerStatus>();
+    for (const o of r.observedContainers()) {
+      const name = o.identity.container;
+      if (!defined.has(name) && !out.has(name)) out.set(name, this.containerStatus(name, o.identity.set));
+    }
+    return [...out.values()];
   }
 
   sets(): readonly SetStatus[] {

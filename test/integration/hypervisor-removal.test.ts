@@ -7,6 +7,8 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { StatusDocument } from '../../agent/api/types.js';
+import { call } from '../support/api-http.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { endVms, hypervisorBody, startVm, type StandInVm } from '../support/stand-in-vms.js';
@@ -77,12 +79,22 @@ describe('deleting the hypervisor definition while VMs run', () => {
     expect(kept.State.Running).toBe(true);
     for (const vm of vms) expect(existsSync(`/proc/${vm.pid}`), vm.name).toBe(true);
     expect((await inspect(other))?.State.Running).toBe(true);
+    // The status tree lists it apart, with the refusal as its last error.
+    const status = (await call(sb.socket, 'GET', '/v1/status')).json() as StatusDocument;
+    expect(status.retained).toMatchObject([
+      { name: hv, set: 'hv', state: 'running', lastError: { code: 'VM_SAFETY_REFUSED' } },
+    ]);
+    expect(status.sets.map((x) => x.name)).toEqual(['other']);
 
     for (const vm of vms) process.kill(vm.pid, 'SIGKILL');
     await waitFor('hypervisor removed', async () => (await inspect(hv)) === undefined, {
       timeoutMs: 90_000,
     });
     expect(spcd.logged('"container removed"')).toBe(true);
+    await waitFor('status without it', async () => {
+      const doc = (await call(sb.socket, 'GET', '/v1/status')).json() as StatusDocument;
+      return doc.retained?.length === 0;
+    });
     expect((await inspect(other))?.State.Running).toBe(true);
   }, 120_000);
 });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../agent/api/handler.js';
+import { formatStatus } from '../../agent/cli/format.js';
 import { runCli } from '../../agent/cli/main.js';
 import { SpcdError } from '../../agent/errors.js';
 import { silentLogger } from '../../agent/log.js';
@@ -79,6 +80,27 @@ describe('tables and JSON', () => {
     );
     const j = await cli(['status', '--json']);
     expect(JSON.parse(j.out)).toEqual(await status.status());
+  });
+
+  it('status: containers kept without a definition are listed apart', async () => {
+    const doc = {
+      ...(await status.status()),
+      retained: [
+        demoContainer('nova_libvirt', 'compute', {
+          lastError: {
+            code: 'VM_SAFETY_REFUSED',
+            message: 'refusing to remove hypervisor',
+            at: '2026-01-01T00:00:00.000Z',
+          },
+        }),
+      ],
+    };
+    const lines = formatStatus(doc).trimEnd().split('\n');
+    expect(lines.at(-2)).toBe('(definition deleted)');
+    expect(lines.at(-1)).toMatch(
+      /^ {2}nova_libvirt\s+3\s+running\s+healthy\s+0\s+\S+\s+VM_SAFETY_REFUSED: refusing/,
+    );
+    expect(formatStatus({ ...doc, retained: [] })).not.toContain('definition deleted');
   });
 
   it('ps: one flat row per container', async () => {
