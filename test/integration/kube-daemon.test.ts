@@ -79,7 +79,10 @@ describe('spcd in a cluster (in-test API server, real client)', () => {
         );
       },
       { timeoutMs: 30_000 },
-    );
+    ).catch((err: unknown) => {
+      const said = spcd.output.filter((l) => /kube|fleet|upgrade|lease|desired|operation/i.test(l));
+      throw new Error(`${(err as Error).message}\nspcd said:\n${said.slice(-25).join('\n')}`);
+    });
     expect(
       server.calls.some((c) => c.resource === 'leases' && (c.verb === 'create' || c.verb === 'update')),
     ).toBe(true);
