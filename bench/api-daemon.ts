@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Dockerode from 'dockerode';
 import type { SetStatus, StatusDocument } from '../agent/api/types.js';
+import { cleanupInstance } from '../test/support/docker.js';
 import { writeSleeperSet } from './support/sleeper-set.js';
 
 export interface LoadFigures {
@@ -219,18 +220,7 @@ export async function benchDaemon(
   } finally {
     if (second) await stop(second.child);
     if (first) await stop(first.child);
-    const list = await docker.listContainers({
-      all: true,
-      filters: { label: [`spcd.instance=${instance}`] },
-    });
-    await Promise.all(
-      list.map((c) =>
-        docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => undefined),
-      ),
-    );
+    await cleanupInstance(instance);
     rmSync(tmp, { recursive: true, force: true });
   }
 }

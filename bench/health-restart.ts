@@ -16,6 +16,7 @@ import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import Dockerode from 'dockerode';
 import type { Logger } from '../agent/log.js';
+import { cleanupInstance } from '../test/support/docker.js';
 import { writeSleeperSet } from './support/sleeper-set.js';
 
 export interface RestartFigures {
@@ -63,20 +64,7 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
   mkdirSync(join(tmp, 'state'));
   writeSleeperSet(join(tmp, 'sets', 'bench.yaml'), 'benchrestart', 'bench:health exit-to-restart', prefix, N);
 
-  const removeOurs = async (): Promise<void> => {
-    const list = await docker.listContainers({
-      all: true,
-      filters: { label: [`spcd.instance=${instance}`] },
-    });
-    await Promise.all(
-      list.map((c) =>
-        docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => undefined),
-      ),
-    );
-  };
+  const removeOurs = (): Promise<void> => cleanupInstance(instance);
 
   const daemon = spawn(
     join(repo, 'bin/spcd.js'),

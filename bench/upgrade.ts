@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import Dockerode from 'dockerode';
 import { createBody } from '../agent/engine/create-options.js';
 import { DockerEngine } from '../agent/engine/docker.js';
+import { cleanupInstance, DOCKER_SOCKET } from '../test/support/docker.js';
 import { MountPreparer, NO_CONFIG } from '../agent/daemon/preparer.js';
 import { ProcVmProbe } from '../agent/daemon/vm-probe.js';
 import { noFailpoint } from '../agent/executor/failpoint.js';
@@ -43,7 +44,7 @@ import { Journal } from '../agent/state/journal.js';
 import { StateStore } from '../agent/state/store.js';
 
 const REPS = Number(process.env.BENCH_REPS ?? 7);
-const SOCKET = process.env.DOCKER_SOCKET ?? '/var/run/docker.sock';
+const SOCKET = process.env.DOCKER_SOCKET ?? DOCKER_SOCKET;
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = [resolve(HERE, '..', '..'), resolve(HERE, '..'), process.cwd()].find((d) =>
   existsSync(join(d, 'scripts', 'registry.sh')),
@@ -76,16 +77,8 @@ async function loadSpec(dir: string, name: string, image: string): Promise<Conta
   return allContainers(d.sets)[0]!;
 }
 
-async function removeOurs(): Promise<void> {
-  const list = await docker.listContainers({ all: true, filters: { label: [`spcd.instance=${INSTANCE}`] } });
-  await Promise.all(
-    list.map((c) =>
-      docker
-        .getContainer(c.Id)
-        .remove({ force: true })
-        .catch(() => undefined),
-    ),
-  );
+function removeOurs(): Promise<void> {
+  return cleanupInstance(INSTANCE);
 }
 
 /** One raw engine upgrade: stop + remove + create + start; the window is stop -> start returned. */

@@ -13,35 +13,55 @@ function outcome(ok: boolean, output: string, started: number, timedOut = false)
   return { ok, exitCode: null, timedOut, output, durationMs: Date.now() - started };
 }
 
+/**
+ * Runs one probe under its timeout and the caller's signal, settling once:
+ * `run` starts the work, reports through `finish`, and returns what tears it down.
+ */
+function bounded(
+  what: string,
+  timeoutMs: number,
+  idle: string,
+  signal: AbortSignal,
+  run: (finish: (o: ProbeOutcome) => void, started: number) => () => void,
+): Promise<ProbeOutcome> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    let settled = false;
+    // Known only once run() returns; finish() may come later (or at once).
+    const work: { teardown?: () => void } = {};
+    const finish = (o: ProbeOutcome): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      work.teardown?.();
+      resolve(o);
+    };
+    const timer = setTimeout(
+      () => finish(outcome(false, `${what}: ${idle} within ${timeoutMs} ms`, started, true)),
+      timeoutMs,
+    );
+    const onAbort = (): void => finish(outcome(false, `${what}: cancelled`, started));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.teardown = run(finish, started);
+    if (settled) work.teardown();
+  });
+}
+
 export function tcpProbe(
   host: string,
   port: number,
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<ProbeOutcome> {
-  const started = Date.now();
-  return new Promise((resolve) => {
+  const what = `tcp ${host}:${port}`;
+  return bounded(what, timeoutMs, 'no connection', signal, (finish, started) => {
     const sock = net.connect({ host, port });
-    let settled = false;
-    const finish = (o: ProbeOutcome): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-      sock.destroy();
-      resolve(o);
-    };
-    const timer = setTimeout(
-      () =>
-        finish(outcome(false, `tcp ${host}:${port}: no connection within ${timeoutMs} ms`, started, true)),
-      timeoutMs,
-    );
-    const onAbort = (): void => finish(outcome(false, `tcp ${host}:${port}: cancelled`, started));
-    signal.addEventListener('abort', onAbort, { once: true });
-    sock.once('connect', () => finish(outcome(true, `tcp ${host}:${port}: connected`, started)));
+    sock.once('connect', () => finish(outcome(true, `${what}: connected`, started)));
     sock.once('error', (err: NodeJS.ErrnoException) =>
-      finish(outcome(false, `tcp ${host}:${port}: ${err.code ?? err.message}`, started)),
+      finish(outcome(false, `${what}: ${err.code ?? err.message}`, started)),
     );
+    return () => sock.destroy();
   });
 }
 
@@ -52,17 +72,7 @@ export function httpProbe(
   maxOutputBytes: number,
   signal: AbortSignal,
 ): Promise<ProbeOutcome> {
-  const started = Date.now();
-  return new Promise((resolve) => {
-    let settled = false;
-    const finish = (o: ProbeOutcome): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-      req.destroy();
-      resolve(o);
-    };
+  return bounded(`GET ${url}`, timeoutMs, 'no answer', signal, (finish, started) => {
     const mod = url.startsWith('https:') ? https : http;
     const req = mod.get(
       url,
@@ -81,15 +91,10 @@ export function httpProbe(
         res.once('error', () => finish(outcome(ok, `HTTP ${status}`, started)));
       },
     );
-    const timer = setTimeout(
-      () => finish(outcome(false, `GET ${url}: no answer within ${timeoutMs} ms`, started, true)),
-      timeoutMs,
-    );
-    const onAbort = (): void => finish(outcome(false, `GET ${url}: cancelled`, started));
-    signal.addEventListener('abort', onAbort, { once: true });
     req.once('error', (err: NodeJS.ErrnoException) =>
       finish(outcome(false, `GET ${url}: ${err.code ?? err.message}`, started)),
     );
+    return () => req.destroy();
   });
 }
 
