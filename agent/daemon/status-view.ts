@@ -203,42 +203,19 @@ export class DaemonStatus implements StatusView {
     return this.d.plan();
   }
 
+  /**
+   * What only the daemon knows. The per-container families (state,
+   * generation, restarts, health) come from the API room's metrics, which
+   * reads the same statuses: one family is declared once (Prometheus rejects
+   * a second TYPE line for a name).
+   */
   metrics(): string {
-    const lines: string[] = [
+    return [
       '# HELP spcd_engine_available Whether the Docker engine answers (1) or not (0).',
       '# TYPE spcd_engine_available gauge',
       `spcd_engine_available ${this.d.reconciler.engineStatus().available ? 1 : 0}`,
-      '# HELP spcd_container_generation Current generation of each container.',
-      '# TYPE spcd_container_generation gauge',
-    ];
-    const all = this.d.reconciler
-      .desiredContainers()
-      .map((c) => this.containerStatus(c.spec.name, c.spec.set));
-    for (const c of all)
-      lines.push(`spcd_container_generation{container="${c.name}",set="${c.set}"} ${c.generation}`);
-    lines.push(
-      '# HELP spcd_container_restarts_total Restarts spcd made of each container.',
-      '# TYPE spcd_container_restarts_total counter',
-    );
-    for (const c of all)
-      lines.push(`spcd_container_restarts_total{container="${c.name}",set="${c.set}"} ${c.restartCount}`);
-    lines.push(
-      '# HELP spcd_container_running Whether each container runs.',
-      '# TYPE spcd_container_running gauge',
-    );
-    for (const c of all)
-      lines.push(
-        `spcd_container_running{container="${c.name}",set="${c.set}"} ${c.state === 'running' ? 1 : 0}`,
-      );
-    lines.push(
-      '# HELP spcd_container_healthy Whether each container passes its checks.',
-      '# TYPE spcd_container_healthy gauge',
-    );
-    for (const c of all)
-      lines.push(
-        `spcd_container_healthy{container="${c.name}",set="${c.set}"} ${c.health === 'healthy' || c.health === 'none' ? 1 : 0}`,
-      );
-    return `${lines.join('\n')}\n`;
+      '',
+    ].join('\n');
   }
 
   subscribe(listener: Parameters<EventBus['subscribe']>[0]): () => void {

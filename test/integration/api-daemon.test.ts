@@ -96,6 +96,21 @@ describe('the API of a running spcd, through curl --unix-socket', () => {
     expect(logs.body).toContain('demo-service role=sleep');
     const metrics = await curl('GET', '/metrics');
     expect(metrics.body).toContain(`spcd_container_generation{container="${n('web')}",set="api"} 1`);
+    expect(metrics.body).toContain('spcd_engine_available 1');
+    // The exposition format: each family declared once, its samples after its TYPE line.
+    const declared = new Map<string, number>();
+    const lines = metrics.body.split('\n').filter((l) => l !== '');
+    for (const line of lines) {
+      const m = /^# TYPE (\S+) /.exec(line);
+      if (m) declared.set(m[1]!, (declared.get(m[1]!) ?? 0) + 1);
+    }
+    expect([...declared].filter(([, count]) => count > 1)).toEqual([]);
+    let family = '';
+    for (const line of lines) {
+      const m = /^# TYPE (\S+) /.exec(line);
+      if (m) family = m[1]!;
+      else if (!line.startsWith('#')) expect(line.split(/[{ ]/)[0]!.startsWith(family), line).toBe(true);
+    }
     const plan = await json('GET', '/v1/plan');
     expect(plan.data).toMatchObject({ items: [] });
     const missing = await json('GET', '/v1/containers/nope');

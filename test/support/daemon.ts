@@ -1,10 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { waitFor } from './wait.js';
 
-export const REPO = resolve(new URL('.', import.meta.url).pathname, '..', '..');
+/** The checkout: the nearest folder with a package.json (the tests run from test/, benchmarks from dist-bench/). */
+function findRepo(from: string): string {
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+  }
+  throw new Error(`no package.json above ${from}`);
+}
+
+export const REPO = findRepo(resolve(new URL('.', import.meta.url).pathname));
 
 export interface Sandbox {
   readonly root: string;
