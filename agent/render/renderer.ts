@@ -1,7 +1,7 @@
 import type nunjucks from 'nunjucks';
 import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { canonicalJson, sha256Hex } from '../model/hash.js';
+import { canonicalJson, CONFIG_HASH_SCHEME, NO_CONFIG_HASH, sha256Hex } from '../model/hash.js';
 import type { ConfigFileSpec, ContainerSpec } from '../model/spec.js';
 import { createEnvironment, FilterError } from './environment.js';
 import { dottedPath, findLineBreakingValues, parseBackProblem, withSanitized } from './formats.js';
@@ -35,8 +35,7 @@ export interface RenderedConfig {
   hash: string;
 }
 
-export const CONFIG_HASH_SCHEME = 'v1';
-export const NO_CONFIG_HASH = 'none';
+export { CONFIG_HASH_SCHEME, NO_CONFIG_HASH };
 
 export function configHash(files: readonly RenderedFile[], configJson: string): string {
   const sorted = [...files]
