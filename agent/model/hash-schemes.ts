@@ -26,39 +26,7 @@ interface PastScheme {
   readonly hash: (spec: ContainerSpec) => string;
 }
 
-/** v1 (spcd 0.1): every hashed field present, optional ones as null. */
-function v1Form(spec: ContainerSpec): Record<string, unknown> {
-  return {
-    name: spec.name,
-    image: spec.image,
-    command: spec.command ?? null,
-    entrypoint: spec.entrypoint ?? null,
-    user: spec.user ?? null,
-    workingDir: spec.workingDir ?? null,
-    environment: spec.environment,
-    privileged: spec.privileged,
-    pid: spec.pid,
-    network: spec.network,
-    ipc: spec.ipc,
-    uts: spec.uts,
-    cgroupns: spec.cgroupns,
-    binds: spec.binds,
-    tmpfs: spec.tmpfs,
-    devices: spec.devices,
-    capAdd: spec.capAdd,
-    capDrop: spec.capDrop,
-    securityOpt: spec.securityOpt,
-    ulimits: spec.ulimits,
-    sysctls: spec.sysctls,
-    memoryBytes: spec.memoryBytes ?? null,
-    shmSizeBytes: spec.shmSizeBytes ?? null,
-    init: spec.init,
-    labels: spec.labels,
-    stopSignal: spec.stopSignal,
-    stopGraceMs: spec.stopGraceMs,
-  };
-}
-
+/** The fields v1 (spcd 0.1) hashed: every one present, an absent optional one as null. */
 const V1_FIELDS = [
   'name',
   'image',
@@ -87,7 +55,11 @@ const V1_FIELDS = [
   'labels',
   'stopSignal',
   'stopGraceMs',
-] as const;
+] as const satisfies readonly (keyof ContainerSpec)[];
+
+function v1Form(spec: ContainerSpec): Record<string, unknown> {
+  return Object.fromEntries(V1_FIELDS.map((field) => [field, spec[field] ?? null]));
+}
 
 export const PAST_SPEC_SCHEMES: Readonly<Record<string, PastScheme>> = {
   v1: { fields: V1_FIELDS, hash: (spec) => schemeHash('v1', v1Form(spec)) },
