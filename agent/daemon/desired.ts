@@ -15,7 +15,7 @@ export type ConfigHasher = (spec: ContainerSpec) => string;
  */
 export function desiredContainers(
   state: DesiredState,
-  store: StateStore,
+  store: Pick<StateStore, 'record'>,
   configHash: ConfigHasher,
 ): DesiredContainer[] {
   const out: DesiredContainer[] = [];
@@ -34,7 +34,7 @@ export function desiredContainers(
 }
 
 /** Pins dropped because their definition changed on disk (to be cleared in the store). */
-export function stalePins(state: DesiredState, store: StateStore): string[] {
+export function stalePins(state: DesiredState, store: Pick<StateStore, 'record'>): string[] {
   const stale: string[] = [];
   const walk = (set: SetSpec): void => {
     for (const c of set.containers) {
