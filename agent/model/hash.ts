@@ -8,7 +8,7 @@ import type { ContainerSpec } from './spec.js';
  * the same.
  *
  * Scheme v2 hashes the *pruned* form: a field that is absent or at its
- * default has no key at all. So a container option added to spcd later
+ * default has no key at all, at any depth. So a container option added to spcd later
  * changes no hash of a definition that does not use it, and upgrading spcd
  * recreates nothing (docs/decisions/0007-hash-h-hash.md). Containers labelled
  * by an older scheme are compared under that scheme (hash-schemes.ts).
@@ -84,6 +84,22 @@ export const HASH_DEFAULTS: { readonly [K in keyof ContainerSpec]?: unknown } = 
   cgroupns: 'private',
 };
 
+/**
+ * The value with every object key whose value means "not used" removed, at
+ * every depth (array elements are kept, in order): a nested option added
+ * later (a new bind flag) is as neutral as a top-level one.
+ */
+export function pruneEmpty(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(pruneEmpty);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) {
+    const pruned = pruneEmpty(inner);
+    if (!isEmptyValue(pruned)) out[key] = pruned;
+  }
+  return out;
+}
+
 /** True for undefined, null, false, [] and {}: values that mean "not used". */
 export function isEmptyValue(value: unknown): boolean {
   if (value === undefined || value === null || value === false) return true;
@@ -104,7 +120,7 @@ export function engineFacingSpec(
   const out: Record<string, unknown> = {};
   for (const [key, hashed] of Object.entries(fields)) {
     if (!hashed) continue;
-    const value: unknown = spec[key as keyof ContainerSpec];
+    const value = pruneEmpty(spec[key as keyof ContainerSpec]);
     if (isEmptyValue(value)) continue;
     const byDefault = HASH_DEFAULTS[key as keyof ContainerSpec];
     if (byDefault !== undefined && canonicalJson(value) === canonicalJson(byDefault)) continue;

