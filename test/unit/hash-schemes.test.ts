@@ -121,6 +121,45 @@ describe('a new optional field is hash-neutral', () => {
   });
 });
 
+describe('a new kolla config.json option is hash-neutral', () => {
+  const files = [
+    { dest: 'a.conf', containerPath: '/etc/a.conf', owner: 'a', mode: '0600', content: 'x = 1\n' },
+    { dest: 'b.conf', containerPath: '/etc/b.conf', owner: 'b:b', mode: '0640', content: 'y = 2\n' },
+  ];
+  const plain = buildKollaConfigJson({ name: 'c', command: ['run-it'] }, files);
+  const doc = JSON.parse(plain) as { config_files: Record<string, unknown>[] } & Record<string, unknown>;
+  const text = (d: unknown): string => `${JSON.stringify(d, null, 2)}\n`;
+
+  it('options left at their default, and key order, change nothing', () => {
+    const { permissions: _p, ...withoutPermissions } = doc;
+    // Reordered (permissions first, command last), with default-valued options a newer spcd might emit.
+    const noisier = {
+      permissions: [],
+      extra: {},
+      config_files: doc.config_files.map((f) => ({
+        optional: false,
+        merge: false,
+        ...f,
+        preserve_properties: false,
+      })),
+      command: doc.command,
+    };
+    expect(configHash(files, text(noisier))).toBe(configHash(files, plain));
+    expect(configHash(files, text(withoutPermissions))).toBe(configHash(files, plain));
+  });
+
+  it('an option in use, or any real change, changes the hash', () => {
+    const optional = {
+      ...doc,
+      config_files: doc.config_files.map((f, i) => (i === 0 ? { ...f, optional: true } : f)),
+    };
+    const perms = { ...doc, permissions: [{ path: '/var/log/a', owner: 'a:a', recurse: true }] };
+    const owner = { ...doc, config_files: doc.config_files.map((f) => ({ ...f, owner: 'root' })) };
+    const hashes = [plain, text(optional), text(perms), text(owner)].map((t) => configHash(files, t));
+    expect(new Set(hashes).size).toBe(4);
+  });
+});
+
 describe('comparing a label under its own scheme', () => {
   it('current scheme: same or changed', () => {
     expect(compareSpecHash(specHash(RICH), RICH)).toEqual({ kind: 'same' });
