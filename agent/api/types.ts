@@ -40,6 +40,8 @@ export interface ContainerStatus {
   readonly specHash: string;
   readonly configHash: string;
   readonly operation: string | null; // id of the operation holding it
+  /** Why spcd leaves it as it is: its labels were written by a newer spcd (a hash scheme this one does not know). */
+  readonly untouched?: string;
 }
 
 export interface SetStatus {

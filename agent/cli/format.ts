@@ -34,7 +34,8 @@ export function allContainers(sets: readonly SetStatus[]): ContainerStatus[] {
 const dash = (v: string | null | undefined): string => (v === null || v === undefined || v === '' ? '-' : v);
 
 function lastError(c: ContainerStatus): string {
-  return c.lastError ? `${c.lastError.code}: ${oneLine(c.lastError.message, 60)}` : '-';
+  if (c.lastError) return `${c.lastError.code}: ${oneLine(c.lastError.message, 60)}`;
+  return c.untouched ? `left as it is: ${oneLine(c.untouched, 60)}` : '-';
 }
 
 export function oneLine(text: string, max: number): string {

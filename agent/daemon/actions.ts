@@ -1,5 +1,6 @@
 import { SpcdError } from '../errors.js';
 import { specHash } from '../model/hash.js';
+import { compareSpecHash } from '../model/hash-schemes.js';
 import { isRunning } from '../model/observed.js';
 import { allContainers, findSet, type ContainerSpec, type DesiredState } from '../model/spec.js';
 import { vmSafetyViolations } from '../model/vm-safety.js';
@@ -231,7 +232,7 @@ export class DaemonActions implements Actions {
         const image = opts.images?.[name];
         const target: ContainerSpec = image ? { ...c.spec, image } : c.spec;
         const current = this.d.reconciler.primary(name);
-        if (current && current.identity.specHash === specHash(target) && !image) continue;
+        if (current && compareSpecHash(current.identity.specHash, target).kind === 'same' && !image) continue;
         if (current && image && current.image === image) continue;
         const previous = current
           ? this.d.exec.state.generation(name, current.identity.generation)?.spec

@@ -192,7 +192,7 @@ export async function buildDaemon(
         ...(diffs.length > 0 ? { fileDiffs: diffs.map((d) => ({ file: d.path, diff: d.diff })) } : {}),
       });
     }
-    for (const w of p.waiting) problems.push(`${w.container}: ${w.reason}`);
+    for (const w of [...(p.untouched ?? []), ...p.waiting]) problems.push(`${w.container}: ${w.reason}`);
     return { items, problems };
   };
   const actions = new DaemonActions({ reconciler, exec, operations, definitions: () => definitions, reload });

@@ -1,4 +1,5 @@
 import { specHash } from '../model/hash.js';
+import { compareSpecHash } from '../model/hash-schemes.js';
 import { startOrder } from '../model/order.js';
 import type { ContainerSpec, DesiredState, SetSpec } from '../model/spec.js';
 import type { DesiredContainer } from '../planner/types.js';
@@ -14,7 +15,7 @@ export type ConfigHasher = (spec: ContainerSpec) => string;
  */
 export function desiredContainers(
   state: DesiredState,
-  store: StateStore,
+  store: Pick<StateStore, 'record'>,
   configHash: ConfigHasher,
 ): DesiredContainer[] {
   const out: DesiredContainer[] = [];
@@ -23,7 +24,7 @@ export function desiredContainers(
     const list = 'order' in ordered ? ordered.order : [...set.containers];
     for (const fromDisk of list) {
       const pin = store.record(fromDisk.name)?.pin;
-      const spec = pin && pin.definitionHash === specHash(fromDisk) ? pin.spec : fromDisk;
+      const spec = pin && pinHolds(pin.definitionHash, fromDisk) ? pin.spec : fromDisk;
       out.push({ spec, specHash: specHash(spec), configHash: configHash(spec) });
     }
     set.sets.forEach(walk);
@@ -33,15 +34,24 @@ export function desiredContainers(
 }
 
 /** Pins dropped because their definition changed on disk (to be cleared in the store). */
-export function stalePins(state: DesiredState, store: StateStore): string[] {
+export function stalePins(state: DesiredState, store: Pick<StateStore, 'record'>): string[] {
   const stale: string[] = [];
   const walk = (set: SetSpec): void => {
     for (const c of set.containers) {
       const pin = store.record(c.name)?.pin;
-      if (pin && pin.definitionHash !== specHash(c)) stale.push(c.name);
+      if (pin && !pinHolds(pin.definitionHash, c)) stale.push(c.name);
     }
     set.sets.forEach(walk);
   };
   state.sets.forEach(walk);
   return stale;
+}
+
+/**
+ * A pin holds while the definition it was set over is unchanged, judged under
+ * the scheme its hash was written in (a spcd upgrade drops no pin). A hash of
+ * a scheme this spcd does not know (a newer spcd set it) is kept.
+ */
+function pinHolds(definitionHash: string, fromDisk: ContainerSpec): boolean {
+  return compareSpecHash(definitionHash, fromDisk).kind !== 'changed';
 }

@@ -16,6 +16,7 @@ import type {
 } from '../api/types.js';
 import type { LogEngine } from '../engine/types.js';
 import type { HealthSnapshot } from '../health/types.js';
+import type { Plan } from '../planner/types.js';
 import type { Reconciler } from '../reconciler/reconciler.js';
 import type { StateStore } from '../state/store.js';
 
@@ -154,6 +155,7 @@ export class DaemonStatus implements StatusView {
       specHash: desired?.specHash ?? '',
       configHash: desired?.configHash ?? 'none',
       operation: f.operation,
+      ...untouchedOf(r.currentPlan(), name),
     };
   }
 
@@ -228,4 +230,10 @@ export class DaemonStatus implements StatusView {
       throw new SpcdError('NOT_FOUND', `no container named ${name}`, { container: name });
     return this.d.logs.logs(p.id, opts);
   }
+}
+
+/** Why spcd leaves a container as it is (a newer spcd's labels), when it does. */
+function untouchedOf(plan: Plan, name: string): { untouched?: string } {
+  const reason = plan.untouched?.find((u) => u.container === name)?.reason;
+  return reason === undefined ? {} : { untouched: reason };
 }

@@ -1,4 +1,4 @@
-import { hashScheme } from '../model/hash.js';
+import { compareConfigHash, compareSpecHash, unknownSchemeReason } from '../model/hash-schemes.js';
 import { isRunning, type ObservedContainer } from '../model/observed.js';
 import { NO_FACTS, type DesiredContainer, type Plan, type RuntimeFacts, type Step } from './types.js';
 
@@ -17,6 +17,7 @@ export interface PlanInput {
 export function plan(input: PlanInput): Plan {
   const steps: Step[] = [];
   const waiting: { container: string; reason: string }[] = [];
+  const untouched: { container: string; reason: string }[] = [];
   let wakeAt: number | undefined;
   const byName = groupByContainer(input.observed);
   const desiredNames = new Set(input.desired.map((d) => d.spec.name));
@@ -83,8 +84,12 @@ export function plan(input: PlanInput): Plan {
       continue;
     }
 
-    const changed = changeReason(d, primary);
-    if (changed) {
+    const judged = judge(d, primary);
+    // Labelled by a newer spcd: never replaced on a hash this spcd cannot read.
+    // Starting it when it exits does not change it, so that still happens below.
+    if (judged.kind === 'untouched') untouched.push({ container: name, reason: judged.reason });
+    if (judged.kind === 'changed') {
+      const changed = judged.reason;
       if (facts.heldStopped && !isRunning(primary)) {
         waiting.push({ container: name, reason: `stopped by operator (${changed} pending)` });
       } else if (depsDown.length > 0) {
@@ -108,18 +113,36 @@ export function plan(input: PlanInput): Plan {
       });
     }
   }
-  return wakeAt === undefined ? { steps, waiting } : { steps, waiting, wakeAt };
+  return {
+    steps,
+    waiting,
+    ...(untouched.length > 0 ? { untouched } : {}),
+    ...(wakeAt === undefined ? {} : { wakeAt }),
+  };
 }
 
-/** Why a running container no longer matches its definition; undefined when it matches. */
-export function changeReason(d: DesiredContainer, o: ObservedContainer): string | undefined {
-  if (hashScheme(o.identity.specHash) !== hashScheme(d.specHash)) {
-    // A hash from another scheme says nothing about the spec: never recreate for it (kubernetes#53644).
-    return undefined;
+export type Judgement =
+  | { readonly kind: 'same' }
+  | { readonly kind: 'changed'; readonly reason: string }
+  | { readonly kind: 'untouched'; readonly reason: string };
+
+/**
+ * Whether a container still matches its definition. Its labels are read
+ * under the scheme they were written in (model/hash-schemes.ts), so a spcd
+ * upgrade recreates nothing and an edit made after it still applies; a
+ * scheme this spcd does not know says nothing about the spec (kubernetes#53644).
+ */
+export function judge(d: DesiredContainer, o: ObservedContainer): Judgement {
+  const spec = compareSpecHash(o.identity.specHash, d.spec, d.specHash);
+  if (spec.kind === 'unknown-scheme')
+    return { kind: 'untouched', reason: unknownSchemeReason('spec', spec.scheme) };
+  const config = compareConfigHash(o.identity.configHash, d.configHash);
+  if (config.kind === 'unknown-scheme') {
+    return { kind: 'untouched', reason: unknownSchemeReason('config', config.scheme) };
   }
-  if (o.identity.specHash !== d.specHash) return 'spec changed';
-  if (o.identity.configHash !== d.configHash) return 'config changed';
-  return undefined;
+  if (spec.kind === 'changed') return { kind: 'changed', reason: 'spec changed' };
+  if (config.kind === 'changed') return { kind: 'changed', reason: 'config changed' };
+  return { kind: 'same' };
 }
 
 function groupByContainer(observed: readonly ObservedContainer[]): Map<string, ObservedContainer[]> {

@@ -46,6 +46,11 @@ export interface Plan {
   readonly steps: readonly Step[];
   /** Containers that wait, and why (dependencies, backoff, hold). */
   readonly waiting: readonly { readonly container: string; readonly reason: string }[];
+  /**
+   * Containers spcd leaves as they are because their labels were written by
+   * a newer spcd (a hash scheme it does not know); absent when there are none.
+   */
+  readonly untouched?: readonly { readonly container: string; readonly reason: string }[];
   /** The earliest time something waiting may become possible; undefined when nothing waits on time. */
   readonly wakeAt?: number;
 }

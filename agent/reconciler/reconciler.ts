@@ -92,6 +92,8 @@ export class Reconciler {
   private subscription: EventSubscription | undefined;
   private unsubscribeHealth: (() => void) | undefined;
   private lastPlan: Plan = { steps: [], waiting: [] };
+  /** Containers left as they are (a newer spcd's labels) already logged, with the reason logged. */
+  private untouchedLogged = new Map<string, string>();
   /** Bumped just before each listing of the engine's containers. */
   private listing = 0;
   private readonly backoff: BackoffPolicy;
@@ -415,6 +417,7 @@ export class Reconciler {
           }
         : planned;
       this.lastPlan = p;
+      this.logUntouched(p);
       this.launch(p.steps);
       const healAt = this.launchHeals(now);
       if (p.wakeAt !== undefined) next = Math.min(next, Math.max(0, p.wakeAt - now));
@@ -429,6 +432,16 @@ export class Reconciler {
         } else this.schedule(next);
       }
     }
+  }
+
+  /** Warns once per container (and again when the reason changes) that spcd leaves it as it is. */
+  private logUntouched(p: Plan): void {
+    const now = new Map((p.untouched ?? []).map((u) => [u.container, u.reason]));
+    for (const [container, reason] of now) {
+      if (this.untouchedLogged.get(container) !== reason)
+        this.deps.log.warn({ container, reason }, 'container left as it is');
+    }
+    this.untouchedLogged = now;
   }
 
   /** Counts each exit once (by its finishedAt) toward the container's backoff. */

@@ -1,7 +1,8 @@
 import type nunjucks from 'nunjucks';
 import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { canonicalJson, sha256Hex } from '../model/hash.js';
+import { CONFIG_HASH_SCHEME, NO_CONFIG_HASH } from '../model/hash.js';
+import { configHash } from './config-hash.js';
 import type { ConfigFileSpec, ContainerSpec } from '../model/spec.js';
 import { createEnvironment, FilterError } from './environment.js';
 import { dottedPath, findLineBreakingValues, parseBackProblem, withSanitized } from './formats.js';
@@ -31,19 +32,11 @@ export interface RenderedConfig {
   files: RenderedFile[];
   /** Kolla's config.json; '' when the container has no config files. */
   configJson: string;
-  /** 'v1-<sha256 hex>' over every file's dest, owner, mode, content and config.json; 'none' without config. */
+  /** 'v1-<sha256 hex>' over every file's dest, owner, mode, content and config.json (config-hash.ts); 'none' without config. */
   hash: string;
 }
 
-export const CONFIG_HASH_SCHEME = 'v1';
-export const NO_CONFIG_HASH = 'none';
-
-export function configHash(files: readonly RenderedFile[], configJson: string): string {
-  const sorted = [...files]
-    .sort((a, b) => (a.dest < b.dest ? -1 : a.dest > b.dest ? 1 : 0))
-    .map((f) => ({ dest: f.dest, owner: f.owner, mode: f.mode, content: f.content }));
-  return `${CONFIG_HASH_SCHEME}-${sha256Hex(canonicalJson({ files: sorted, configJson }))}`;
-}
+export { configHash, CONFIG_HASH_SCHEME, NO_CONFIG_HASH };
 
 /** dest -> content, plus config.json: the same keys readCurrentConfig returns. */
 export function renderedFileMap(rendered: RenderedConfig): Map<string, string> {

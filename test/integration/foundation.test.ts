@@ -118,7 +118,7 @@ describe('spcd on a real engine', () => {
     expect(labels['spcd.set']).toBe('app');
     expect(labels['spcd.container']).toBe(n('hv'));
     expect(labels['spcd.generation']).toBe('1');
-    expect(labels['spcd.spec-hash']).toMatch(/^v1-[0-9a-f]{32}$/);
+    expect(labels['spcd.spec-hash']).toMatch(/^v2-[0-9a-f]{32}$/);
     const agent = await inspect(n('agent'));
     expect(agent!.HostConfig.NetworkMode).toBe('none');
     expect(agent!.HostConfig.CapDrop).toEqual(['NET_RAW']);

@@ -103,6 +103,20 @@ describe('tables and JSON', () => {
     expect(formatStatus({ ...doc, retained: [] })).not.toContain('definition deleted');
   });
 
+  it('status: a container left as it is (a newer spcd labelled it) says why', async () => {
+    const doc = {
+      ...(await status.status()),
+      retained: [
+        demoContainer('nova_libvirt', 'compute', {
+          untouched: 'labelled by a newer spcd (spec hash scheme v9)',
+        }),
+      ],
+    };
+    expect(formatStatus(doc).trimEnd().split('\n').at(-1)).toMatch(
+      /^ {2}nova_libvirt\s+3\s+running\s+healthy\s+0\s+\S+\s+left as it is: labelled by a newer spcd/,
+    );
+  });
+
   it('ps: one flat row per container', async () => {
     const r = await cli(['ps']);
     expect(r.out.trim().split('\n')).toHaveLength(4);

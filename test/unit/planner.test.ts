@@ -4,7 +4,7 @@ import type { ObservedContainer } from '../../agent/model/observed.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
 import { plan } from '../../agent/planner/plan.js';
 import { NO_FACTS, type DesiredContainer, type RuntimeFacts } from '../../agent/planner/types.js';
-import { containerSpec } from '../support/spec.js';
+import { containerSpec, GOLDEN_V1, MINIMAL, RICH } from '../support/spec.js';
 
 const spec = containerSpec;
 
@@ -83,11 +83,77 @@ describe('planner', () => {
     expect(q.steps).toMatchObject([{ kind: 'replace', reason: 'config changed' }]);
   });
 
-  it('never recreates for a hash of another scheme (kubernetes#53644)', () => {
-    const d = desired(spec('a'));
-    const o = observed(d);
-    const foreignScheme = { ...o, identity: { ...o.identity, specHash: 'v0-abc' } };
-    expect(plan({ desired: [d], observed: [foreignScheme], facts: new Map(), now: NOW }).steps).toEqual([]);
+  describe('labels written by another spcd version (issue 13 item 5)', () => {
+    const labelled = (d: DesiredContainer, specHash: string, over: Partial<ObservedContainer> = {}) => {
+      const o = observed(d, over);
+      return { ...o, identity: { ...o.identity, specHash } };
+    };
+    const run = (d: DesiredContainer, o: ObservedContainer) =>
+      plan({ desired: [d], observed: [o], facts: new Map(), now: NOW });
+
+    it('(a) current scheme: the same spec with a new optional field left unset needs no step', () => {
+      const running = observed(desired(RICH));
+      const upgraded = { ...RICH, readOnlyRootfs: undefined } as unknown as ContainerSpec;
+      const p = run(desired(upgraded), running);
+      expect(p.steps).toEqual([]);
+      expect(p.untouched).toBeUndefined();
+    });
+
+    it('(b) a container of the previous scheme (v1) whose spec is unchanged is adopted as it is', () => {
+      for (const [s, v1] of [
+        [MINIMAL, GOLDEN_V1.minimal],
+        [RICH, GOLDEN_V1.rich],
+      ] as const) {
+        const d = desired(s);
+        expect(d.specHash).not.toBe(v1);
+        const p = run(d, labelled(d, v1));
+        expect(p.steps).toEqual([]);
+        expect(p.waiting).toEqual([]);
+        expect(p.untouched).toBeUndefined();
+      }
+    });
+
+    it('(c) a container of the previous scheme (v1) whose definition was edited since is replaced', () => {
+      const before = desired(RICH);
+      for (const edited of [
+        { ...RICH, image: 'registry.local/kolla/nova-libvirt:2024.2' },
+        { ...RICH, environment: { ...RICH.environment, DEBUG: '1' } },
+        { ...RICH, memoryBytes: undefined },
+      ]) {
+        const p = run(desired(edited), labelled(before, GOLDEN_V1.rich));
+        expect(p.steps).toMatchObject([{ kind: 'replace', reason: 'spec changed' }]);
+      }
+      // A config edit on a v1-labelled container still applies too.
+      const cfg = run(desired(RICH, 'v1-new'), labelled(desired(RICH, 'v1-old'), GOLDEN_V1.rich));
+      expect(cfg.steps).toMatchObject([{ kind: 'replace', reason: 'config changed' }]);
+    });
+
+    it('(d) a hash scheme this spcd does not know (spcd downgraded): no step, and a reported reason', () => {
+      const d = desired(spec('a', { image: 'img:2' }));
+      const p = run(d, labelled(d, 'v9-abc'));
+      expect(p.steps).toEqual([]);
+      expect(p.untouched).toEqual([
+        { container: 'a', reason: expect.stringContaining('spec hash scheme v9') },
+      ]);
+      expect(p.untouched?.[0]?.reason).toContain('labelled by a newer spcd');
+      const cfg = run(desired(spec('a'), 'v1-x'), observed(desired(spec('a'), 'v7-y')));
+      expect(cfg.steps).toEqual([]);
+      expect(cfg.untouched).toEqual([
+        { container: 'a', reason: expect.stringContaining('config hash scheme v7') },
+      ]);
+    });
+
+    it('(d) such a container is still started when it exits (a start does not change it), never replaced', () => {
+      const d = desired(spec('a', { image: 'img:2' }));
+      const exited = labelled(d, 'v9-abc', {
+        state: 'exited',
+        exitCode: 1,
+        finishedAt: '2026-01-01T00:00:01Z',
+      });
+      const p = run(d, exited);
+      expect(p.steps).toMatchObject([{ kind: 'start' }]);
+      expect(p.untouched).toHaveLength(1);
+    });
   });
 
   it('removes only labelled containers whose definition was deleted', () => {
