@@ -437,7 +437,10 @@ export class Reconciler {
       const name = d.spec.name;
       const p = this.primary(name);
       if (!p) continue;
-      await this.deps.exec.state.observeGeneration(name, p.identity.generation);
+      // A failed write (disk full) must not end the pass: the number is reserved in memory anyway.
+      await this.deps.exec.state.observeGeneration(name, p.identity.generation).catch((err: unknown) => {
+        this.deps.log.warn({ container: name, err: (err as Error).message }, 'cannot record generation');
+      });
       const f = this.factsOf(name);
       if (this.heldDuringListing(f) || isRunning(p) || p.state === 'created' || !p.finishedAt) continue;
       if (f.lastExitSeen === p.finishedAt) continue;
