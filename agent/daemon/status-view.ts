@@ -59,6 +59,7 @@ export class DaemonStatus implements StatusView {
   async status(): Promise<StatusDocument> {
     const engine = this.d.reconciler.engineStatus();
     const pre = this.d.preflight?.();
+    const recovery = this.d.state.recovery();
     return {
       version: this.d.version,
       instance: this.d.instance,
@@ -67,6 +68,7 @@ export class DaemonStatus implements StatusView {
       ...(pre ? { preflight: pre } : {}),
       sets: this.sets(),
       retained: this.retained(),
+      ...(recovery ? { stateRecovery: recovery } : {}),
     };
   }
 

@@ -18,6 +18,7 @@ import { plan, pickPrimary } from '../planner/plan.js';
 import type { DesiredContainer, Plan, RuntimeFacts, Step } from '../planner/types.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { recoverJournal } from '../executor/recover.js';
+import { prepareStart } from '../executor/startup.js';
 import { createContainer, removeContainer, startContainer } from '../executor/simple.js';
 import { upgradeContainer } from '../executor/upgrade.js';
 import type { HealthAction, WatchTarget } from '../health/types.js';
@@ -114,6 +115,7 @@ export class Reconciler {
     this.desired = desired;
     this.unsubscribeHealth = this.deps.health.onAction((a) => this.onHealthAction(a));
     await this.waitForEngine();
+    await prepareStart(this.deps.exec, desired);
     const rec = await recoverJournal(this.deps.exec);
     if (rec.undone.length || rec.finished.length) this.deps.log.warn(rec, 'journal recovery done');
     this.subscribe();

@@ -47,6 +47,8 @@ export interface RebuiltContainer {
   /** The highest generation any container of that name carries (parked, staging, tasks included). */
   readonly maxGeneration: number;
   /** The generation running now: it becomes the last known good. */
+  readonly runningGeneration?: number;
+  /** Its record, when its spec is known (the definition on disk has its spec hash). */
   readonly running?: Omit<GenerationRecord, 'outcome' | 'reason' | 'from' | 'bootstrap'>;
 }
 
@@ -174,7 +176,7 @@ export class StateStore {
           containers[f.name] = {
             ...r,
             nextGeneration: Math.max(r.nextGeneration, f.maxGeneration + 1),
-            lastKnownGood: f.running?.generation ?? r.lastKnownGood,
+            lastKnownGood: f.runningGeneration ?? r.lastKnownGood,
             generations: [
               ...r.generations.filter((g) => g.generation !== f.running?.generation),
               ...running,

@@ -159,16 +159,18 @@ describe('state store: an unusable state.json at start-up', () => {
     const running = { ...entry('img:7'), generation: 7, createdAt: NOW.toISOString() };
     await store.rebuild(
       [
-        { name: 'api', maxGeneration: 9, running },
+        { name: 'api', maxGeneration: 9, runningGeneration: 7, running },
+        { name: 'web', maxGeneration: 5, runningGeneration: 5 },
         { name: 'db', maxGeneration: 3 },
       ],
       NOW,
     );
     expect(store.needsRebuild()).toBe(false);
-    expect(store.recovery()?.rebuilt).toEqual(['api', 'db']);
+    expect(store.recovery()?.rebuilt).toEqual(['api', 'web', 'db']);
     const again = await reopen();
     expect(again.record('api')).toMatchObject({ nextGeneration: 10, lastKnownGood: 7 });
     expect(again.generation('api', 7)?.outcome).toBe('current');
+    expect(again.record('web')).toMatchObject({ nextGeneration: 6, lastKnownGood: 5, generations: [] });
     expect(again.record('db')).toMatchObject({ nextGeneration: 4, lastKnownGood: null, generations: [] });
     expect((await store.allocate('api', entry('img:8'), NOW)).generation).toBe(10);
   });
