@@ -64,6 +64,19 @@ export interface StatusDocument {
    * them: a hypervisor kept while VMs run, or a removal still pending.
    */
   readonly retained?: readonly ContainerStatus[];
+  /** Present when state.json was unusable at start-up and was set aside (docs/operator-guide.md). */
+  readonly stateRecovery?: StateRecoveryView;
+}
+
+export interface StateRecoveryView {
+  readonly at: string;
+  /** Why the file could not be used (the file and the field or parse error). */
+  readonly reason: string;
+  /** Where the unusable file was kept; null when it could not be moved. */
+  readonly movedTo: string | null;
+  /** Containers whose generation numbers and last known good came from container labels. */
+  readonly rebuilt: readonly string[];
+  readonly rebuildError?: string;
 }
 
 export interface HealthResultView {

@@ -47,7 +47,12 @@ export function formatStatus(doc: StatusDocument): string {
   const engine = doc.engine.available
     ? `available${doc.engine.version ? ` (${doc.engine.version})` : ''}`
     : `UNAVAILABLE${doc.engine.reason ? ` (${doc.engine.reason})` : ''}`;
-  const head = `spcd ${doc.version}  instance ${doc.instance}  engine ${engine}\n`;
+  const lost = doc.stateRecovery;
+  const head =
+    `spcd ${doc.version}  instance ${doc.instance}  engine ${engine}\n` +
+    (lost
+      ? `STATE RECOVERED at ${lost.at}: ${oneLine(lost.reason, 100)}; old file kept at ${lost.movedTo ?? '(could not be moved)'}; rebuilt from labels: ${lost.rebuilt.join(', ') || '-'}${lost.rebuildError ? ` (not yet written: ${oneLine(lost.rebuildError, 60)})` : ''}\n`
+      : '');
   const rows: string[][] = [];
   const heading = (text: string): number => rows.push([text, '', '', '', '', '', '']);
   const row = (c: ContainerStatus, depth: number): number =>

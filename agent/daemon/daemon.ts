@@ -73,7 +73,8 @@ export async function buildDaemon(
   const events = new EventBus();
   const engine = new DockerEngine({ socketPath: settings.dockerSocket, log: log.child({ room: 'engine' }) });
   const state = new StateStore(settings.stateDir);
-  await state.load();
+  const lost = await state.load(new Date(clock.now()));
+  if (lost) log.error({ ...lost }, 'state.json unusable: set aside, rebuilding from container labels');
   const journal = new Journal(settings.stateDir);
   await journal.init();
   let definitions = await loadDefinitions(settings);

@@ -60,6 +60,7 @@ export class DaemonStatus implements StatusView {
   async status(): Promise<StatusDocument> {
     const engine = this.d.reconciler.engineStatus();
     const pre = this.d.preflight?.();
+    const recovery = this.d.state.recovery();
     return {
       version: this.d.version,
       instance: this.d.instance,
@@ -68,6 +69,7 @@ export class DaemonStatus implements StatusView {
       ...(pre ? { preflight: pre } : {}),
       sets: this.sets(),
       retained: this.retained(),
+      ...(recovery ? { stateRecovery: recovery } : {}),
     };
   }
 

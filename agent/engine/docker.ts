@@ -21,6 +21,7 @@ import type {
   ExecResult,
   ImageInfo,
   PullRequest,
+  TaskContainer,
 } from './types.js';
 
 export interface EngineInfo {
@@ -146,6 +147,25 @@ export class DockerEngine implements Engine {
       if (value) out.push(value);
     }
     for (const id of this.inspectCache.keys()) if (!seen.has(id)) this.inspectCache.delete(id);
+    return out;
+  }
+
+  async listTasks(instance: string, o?: CallOptions): Promise<TaskContainer[]> {
+    const list = await withDeadline('list task containers', DEADLINES.list, o?.signal, (abortSignal) =>
+      this.docker.listContainers({
+        all: true,
+        filters: { label: [`${LABEL.instance}=${instance}`, LABEL.task] },
+        abortSignal,
+      } as Dockerode.ContainerListOptions),
+    );
+    const out: TaskContainer[] = [];
+    for (const item of list) {
+      const identity = decodeIdentity(item.Labels);
+      const task = item.Labels[LABEL.task];
+      if (!identity || task === undefined) continue;
+      const name = (item.Names[0] ?? item.Id).replace(/^\//, '');
+      out.push({ id: item.Id, name, identity, task, running: item.State === 'running' });
+    }
     return out;
   }
 

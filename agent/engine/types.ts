@@ -93,11 +93,22 @@ export interface EventSubscription {
   close(): void;
 }
 
+/** A one-shot bootstrap task container (labelled spcd.task), as the engine lists it. */
+export interface TaskContainer {
+  readonly id: string;
+  readonly name: string;
+  readonly identity: Identity;
+  readonly task: string;
+  readonly running: boolean;
+}
+
 /** Containers: list, inspect, create, lifecycle. */
 export interface ContainerEngine {
   ping(opts?: CallOptions): Promise<void>;
   /** Every container carrying a complete spcd identity for this instance. */
   listManaged(instance: string, opts?: CallOptions): Promise<ObservedContainer[]>;
+  /** Every bootstrap task container of this instance (listManaged leaves them out). */
+  listTasks(instance: string, opts?: CallOptions): Promise<TaskContainer[]>;
   inspect(id: string, opts?: CallOptions): Promise<ObservedContainer | undefined>;
   create(req: CreateRequest, opts?: CallOptions): Promise<string>;
   start(id: string, opts?: CallOptions): Promise<void>;

@@ -5,6 +5,7 @@ import type { ContainerSpec } from '../model/spec.js';
 import type { GenerationRecord } from '../state/store.js';
 import type { LogEngine } from '../engine/types.js';
 import type { ExecutorDeps, PreparedExtras } from './ports.js';
+import { removeTaskOrphans } from './task-orphans.js';
 
 const OUTPUT_TAIL = 64 * 1024;
 
@@ -23,6 +24,8 @@ export async function runBootstrap(
   operationId: string,
 ): Promise<NonNullable<GenerationRecord['bootstrap']>> {
   const results: NonNullable<GenerationRecord['bootstrap']> = [];
+  // Never two of a task side by side: a dead spcd's task container goes first.
+  if (spec.bootstrap.length > 0) await removeTaskOrphans(deps, spec.name);
   for (const task of spec.bootstrap) {
     const name = `${spec.name}.g${identity.generation}.task-${task.name}`;
     deps.events.publish({

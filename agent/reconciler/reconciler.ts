@@ -18,6 +18,7 @@ import { plan, pickPrimary } from '../planner/plan.js';
 import type { DesiredContainer, Plan, RuntimeFacts, Step } from '../planner/types.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { recoverJournal } from '../executor/recover.js';
+import { prepareStart } from '../executor/startup.js';
 import { createContainer, removeContainer, startContainer } from '../executor/simple.js';
 import { upgradeContainer } from '../executor/upgrade.js';
 import type { HealthAction, WatchTarget } from '../health/types.js';
@@ -116,6 +117,7 @@ export class Reconciler {
     this.desired = desired;
     this.unsubscribeHealth = this.deps.health.onAction((a) => this.onHealthAction(a));
     await this.waitForEngine();
+    await prepareStart(this.deps.exec, desired);
     const rec = await recoverJournal(this.deps.exec);
     if (rec.undone.length || rec.finished.length) this.deps.log.warn(rec, 'journal recovery done');
     this.subscribe();
@@ -450,7 +452,10 @@ export class Reconciler {
       const name = d.spec.name;
       const p = this.primary(name);
       if (!p) continue;
-      await this.deps.exec.state.observeGeneration(name, p.identity.generation);
+      // A failed write (disk full) must not end the pass: the number is reserved in memory anyway.
+      await this.deps.exec.state.observeGeneration(name, p.identity.generation).catch((err: unknown) => {
+        this.deps.log.warn({ container: name, err: (err as Error).message }, 'cannot record generation');
+      });
       const f = this.factsOf(name);
       if (this.heldDuringListing(f) || isRunning(p) || p.state === 'created' || !p.finishedAt) continue;
       if (f.lastExitSeen === p.finishedAt) continue;

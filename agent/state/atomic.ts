@@ -25,14 +25,42 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
     await fsyncDir(dir);
   } catch (err) {
     await unlink(tmp).catch(() => undefined);
-    throw new SpcdError(
-      'STATE_WRITE_FAILED',
-      `cannot write ${path}: ${(err as Error).message}`,
-      { path },
-      { cause: err },
-    );
+    throw writeFailed(path, err);
   }
 }
+
+/** STATE_WRITE_FAILED naming the file and the errno (ENOSPC, EROFS, EIO...) when there is one. */
+export function writeFailed(path: string, err: unknown): SpcdError {
+  if (err instanceof SpcdError && err.code === 'STATE_WRITE_FAILED') return err;
+  const errno = (err as NodeJS.ErrnoException | undefined)?.code;
+  return new SpcdError(
+    'STATE_WRITE_FAILED',
+    `cannot write ${path}: ${err instanceof Error ? err.message : String(err)}`,
+    { path, ...(typeof errno === 'string' ? { errno } : {}) },
+    { cause: err },
+  );
+}
+
+/** The file-system calls the state store makes; tests inject failures here. */
+export interface StateFs {
+  ensureDir(dir: string): Promise<void>;
+  /** undefined when absent; STATE_CORRUPT when unreadable or not JSON. */
+  readJsonFile(path: string): Promise<unknown>;
+  /** All or nothing (see writeFileAtomic); STATE_WRITE_FAILED otherwise. */
+  writeFileAtomic(path: string, data: string): Promise<void>;
+  /** Renames a file within its directory and makes the rename durable. */
+  moveAside(path: string, to: string): Promise<void>;
+}
+
+export const nodeStateFs: StateFs = {
+  ensureDir: (dir) => ensureDir(dir),
+  readJsonFile,
+  writeFileAtomic: (path, data) => writeFileAtomic(path, data),
+  async moveAside(path, to) {
+    await rename(path, to);
+    await fsyncDir(dirname(to));
+  },
+};
 
 export async function fsyncDir(dir: string): Promise<void> {
   const fh = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
-import { SpcdError } from '../errors.js';
+import { SpcdError, isSpcdError } from '../errors.js';
 import type { ContainerSpec } from '../model/spec.js';
-import { ensureDir, readJsonFile, writeFileAtomic } from './atomic.js';
+import { nodeStateFs, writeFailed, type StateFs } from './atomic.js';
+import { parseStateFile, type StateFile } from './parse.js';
 import { Serial } from './serial.js';
 
 export type GenerationOutcome =
@@ -14,41 +15,68 @@ export interface GenerationRecord {
   readonly specHash: string;
   readonly configHash: string;
   readonly createdAt: string;
-  outcome: GenerationOutcome;
-  reason?: string;
+  readonly outcome: GenerationOutcome;
+  readonly reason?: string;
   /** For a rollback or re-apply: the generation whose spec it reused. */
   readonly from?: number;
   /** The full spec, so a rollback can re-create exactly this generation. */
   readonly spec: ContainerSpec;
   /** Output of bootstrap tasks run for this generation. */
-  bootstrap?: { name: string; exitCode: number | null; output: string }[];
+  readonly bootstrap?: { name: string; exitCode: number | null; output: string }[];
 }
 
 export interface ContainerRecord {
   /** The next generation number to hand out. Never decreases. */
-  nextGeneration: number;
+  readonly nextGeneration: number;
   /** The last generation that passed its health gate. */
-  lastKnownGood: number | null;
+  readonly lastKnownGood: number | null;
   /** An operator stopped it: spcd keeps it stopped, across its own restarts. */
-  heldStopped: boolean;
-  generations: GenerationRecord[];
+  readonly heldStopped: boolean;
+  readonly generations: readonly GenerationRecord[];
   /**
    * An operator's upgrade or rollback pins the spec it applied, so the
    * definitions on disk do not undo it. The pin drops when the definition of
    * that container changes on disk (newer intent), see daemon/desired.ts.
    */
-  pin?: { spec: ContainerSpec; definitionHash: string } | undefined;
+  readonly pin?: { spec: ContainerSpec; definitionHash: string } | undefined;
 }
 
-interface StateFile {
-  readonly version: 1;
-  containers: Record<string, ContainerRecord>;
+/** What spcd found of one container on the engine, to rebuild a lost state file from. */
+export interface RebuiltContainer {
+  readonly name: string;
+  /** The highest generation any container of that name carries (parked, staging, tasks included). */
+  readonly maxGeneration: number;
+  /** The generation running now: it becomes the last known good. */
+  readonly runningGeneration?: number;
+  /** Its record, when its spec is known (the definition on disk has its spec hash). */
+  readonly running?: Omit<GenerationRecord, 'outcome' | 'reason' | 'from' | 'bootstrap'>;
+}
+
+/** The state file could not be used at start-up: what was done about it (shown in status). */
+export interface StateRecovery {
+  readonly at: string;
+  readonly reason: string;
+  /** Where the unusable file was kept; null when it could not be moved. */
+  readonly movedTo: string | null;
+  /** Containers whose generation and last known good were rebuilt from container labels. */
+  readonly rebuilt: readonly string[];
+  /** Set when the rebuilt state could not be written yet (it is retried on the next change). */
+  readonly rebuildError?: string;
 }
 
 const HISTORY = 20;
+const FRESH: ContainerRecord = {
+  nextGeneration: 1,
+  lastKnownGood: null,
+  heldStopped: false,
+  generations: [],
+};
 
 /**
- * spcd's persisted knowledge, one JSON file written atomically. Generations
+ * spcd's persisted knowledge, one JSON file written atomically. Every change
+ * is computed on a copy, written (temp, fsync, rename, fsync dir) and only
+ * then becomes what spcd believes: a failed write leaves memory as it was and
+ * the caller gets STATE_WRITE_FAILED, so a retry really retries. Generations
  * are allocated (and persisted) before a container is created, so a number is
  * never reused even across a crash.
  */
@@ -56,19 +84,50 @@ export class StateStore {
   private data: StateFile = { version: 1, containers: {} };
   private readonly serial = new Serial();
   private readonly path: string;
+  private recovered: StateRecovery | undefined;
+  private rebuildPending = false;
+  /** Generation numbers seen on the engine: never handed out again, even before they are persisted. */
+  private readonly floors = new Map<string, number>();
 
-  constructor(private readonly dir: string) {
+  constructor(
+    private readonly dir: string,
+    private readonly fs: StateFs = nodeStateFs,
+  ) {
     this.path = join(dir, 'state.json');
   }
 
-  async load(): Promise<void> {
-    await ensureDir(this.dir);
-    const raw = await readJsonFile(this.path);
-    if (raw === undefined) return;
-    if (typeof raw !== 'object' || raw === null || (raw as { version?: unknown }).version !== 1) {
-      throw new SpcdError('STATE_CORRUPT', `${this.path}: unknown state format`, { path: this.path });
+  /**
+   * Reads state.json. A file that cannot be read or parsed does not stop
+   * spcd: it is moved aside (state.json.corrupt-<time>, kept), spcd starts
+   * from an empty state, and needsRebuild() tells the caller to rebuild
+   * generations from the engine's labels.
+   */
+  async load(now: Date = new Date()): Promise<StateRecovery | undefined> {
+    await this.fs.ensureDir(this.dir);
+    try {
+      const raw = await this.fs.readJsonFile(this.path);
+      if (raw !== undefined) this.data = parseStateFile(raw, this.path);
+      return undefined;
+    } catch (err) {
+      if (!isSpcdError(err, 'STATE_CORRUPT')) throw err;
+      const at = now.toISOString();
+      const to = `${this.path}.corrupt-${at.replace(/[:.]/g, '-')}`;
+      let movedTo: string | null = to;
+      await this.fs.moveAside(this.path, to).catch(() => (movedTo = null));
+      this.data = { version: 1, containers: {} };
+      this.recovered = { at, reason: err.message, movedTo, rebuilt: [] };
+      this.rebuildPending = true;
+      return this.recovered;
     }
-    this.data = raw as StateFile;
+  }
+
+  /** Set when start-up found the state file unusable (see load). */
+  recovery(): StateRecovery | undefined {
+    return this.recovered;
+  }
+
+  needsRebuild(): boolean {
+    return this.rebuildPending;
   }
 
   record(name: string): ContainerRecord | undefined {
@@ -79,21 +138,59 @@ export class StateStore {
     return Object.keys(this.data.containers);
   }
 
-  private ensure(name: string): ContainerRecord {
-    let r = this.data.containers[name];
-    if (!r) {
-      r = { nextGeneration: 1, lastKnownGood: null, heldStopped: false, generations: [] };
-      this.data.containers[name] = r;
-    }
-    return r;
+  generation(name: string, generation: number): GenerationRecord | undefined {
+    return this.data.containers[name]?.generations.find((g) => g.generation === generation);
   }
 
   /** Makes sure numbers seen on the engine (e.g. after a lost state dir) are never handed out again. */
   async observeGeneration(name: string, generation: number): Promise<void> {
-    const r = this.ensure(name);
-    if (r.nextGeneration > generation) return;
-    r.nextGeneration = generation + 1;
-    await this.flush();
+    this.raiseFloor(name, generation);
+    await this.update(name, (r) =>
+      r.nextGeneration > generation ? undefined : { ...r, nextGeneration: generation + 1 },
+    );
+  }
+
+  /**
+   * After load() set a bad file aside: records what the engine's labels say,
+   * in one write. Numbers are reserved in memory first (they only ever grow),
+   * so even if this write fails no generation number is handed out twice.
+   */
+  async rebuild(found: readonly RebuiltContainer[], now: Date): Promise<void> {
+    for (const f of found) this.raiseFloor(f.name, f.maxGeneration);
+    this.rebuildPending = false;
+    const names = found.map((f) => f.name);
+    try {
+      await this.change((data) => {
+        const containers = { ...data.containers };
+        for (const f of found) {
+          const r = containers[f.name] ?? FRESH;
+          const running = f.running
+            ? [
+                {
+                  ...f.running,
+                  outcome: 'current' as const,
+                  reason: `rebuilt from labels at ${now.toISOString()}`,
+                },
+              ]
+            : [];
+          containers[f.name] = {
+            ...r,
+            nextGeneration: Math.max(r.nextGeneration, f.maxGeneration + 1),
+            lastKnownGood: f.runningGeneration ?? r.lastKnownGood,
+            generations: [
+              ...r.generations.filter((g) => g.generation !== f.running?.generation),
+              ...running,
+            ].sort((a, b) => a.generation - b.generation),
+          };
+        }
+        return { ...data, containers };
+      });
+      if (this.recovered) this.recovered = { ...this.recovered, rebuilt: names };
+    } catch (err) {
+      if (this.recovered)
+        this.recovered = { ...this.recovered, rebuilt: names, rebuildError: (err as Error).message };
+      throw err;
+    }
   }
 
   /** Allocates the next generation and records it as in progress, persisted before returning. */
@@ -102,17 +199,13 @@ export class StateStore {
     entry: Omit<GenerationRecord, 'generation' | 'outcome' | 'createdAt'>,
     now: Date,
   ): Promise<GenerationRecord> {
-    const r = this.ensure(name);
-    const rec: GenerationRecord = {
-      ...entry,
-      generation: r.nextGeneration,
-      createdAt: now.toISOString(),
-      outcome: 'in-progress',
-    };
-    r.nextGeneration += 1;
-    r.generations.push(rec);
-    this.trim(r);
-    await this.flush();
+    let rec: GenerationRecord | undefined;
+    await this.update(name, (r) => {
+      const generation = Math.max(r.nextGeneration, (this.floors.get(name) ?? 0) + 1);
+      rec = { ...entry, generation, createdAt: now.toISOString(), outcome: 'in-progress' };
+      return trim({ ...r, nextGeneration: generation + 1, generations: [...r.generations, rec] });
+    });
+    if (!rec) throw new SpcdError('INTERNAL', `no generation allocated for ${name}`);
     return rec;
   }
 
@@ -122,23 +215,26 @@ export class StateStore {
     outcome: GenerationOutcome,
     reason?: string,
   ): Promise<void> {
-    const r = this.ensure(name);
-    const g = r.generations.find((x) => x.generation === generation);
-    if (!g) return;
-    g.outcome = outcome;
-    if (reason !== undefined) g.reason = reason;
-    await this.flush();
+    await this.updateGeneration(name, generation, (g) => ({
+      ...g,
+      outcome,
+      ...(reason !== undefined ? { reason } : {}),
+    }));
   }
 
   /** The generation passed its gate: it is current and last known good; the previous current is superseded. */
   async commit(name: string, generation: number): Promise<void> {
-    const r = this.ensure(name);
-    for (const g of r.generations) {
-      if (g.generation === generation) g.outcome = 'current';
-      else if (g.outcome === 'current') g.outcome = 'superseded';
-    }
-    r.lastKnownGood = generation;
-    await this.flush();
+    await this.update(name, (r) => ({
+      ...r,
+      lastKnownGood: generation,
+      generations: r.generations.map((g) =>
+        g.generation === generation
+          ? { ...g, outcome: 'current' as const }
+          : g.outcome === 'current'
+            ? { ...g, outcome: 'superseded' as const }
+            : g,
+      ),
+    }));
   }
 
   async setBootstrap(
@@ -146,40 +242,66 @@ export class StateStore {
     generation: number,
     results: GenerationRecord['bootstrap'],
   ): Promise<void> {
-    const g = this.ensure(name).generations.find((x) => x.generation === generation);
-    if (!g) return;
-    g.bootstrap = results;
-    await this.flush();
+    await this.updateGeneration(name, generation, (g) => ({ ...g, bootstrap: results }));
   }
 
   async setHeldStopped(name: string, held: boolean): Promise<void> {
-    const r = this.ensure(name);
-    if (r.heldStopped === held) return;
-    r.heldStopped = held;
-    await this.flush();
+    await this.update(name, (r) => (r.heldStopped === held ? undefined : { ...r, heldStopped: held }));
   }
 
   async setPin(name: string, pin: ContainerRecord['pin']): Promise<void> {
-    const r = this.ensure(name);
-    r.pin = pin;
-    await this.flush();
+    await this.update(name, (r) => (r.pin === undefined && pin === undefined ? undefined : { ...r, pin }));
   }
 
-  generation(name: string, generation: number): GenerationRecord | undefined {
-    return this.data.containers[name]?.generations.find((g) => g.generation === generation);
+  private raiseFloor(name: string, generation: number): void {
+    if ((this.floors.get(name) ?? 0) < generation) this.floors.set(name, generation);
   }
 
-  private trim(r: ContainerRecord): void {
-    if (r.generations.length <= HISTORY) return;
-    // Keep the last known good whatever its age: it is the rollback target.
-    const keep = r.generations.slice(-HISTORY);
-    const lkg = r.generations.find((g) => g.generation === r.lastKnownGood);
-    if (lkg && !keep.includes(lkg)) keep.unshift(lkg);
-    r.generations = keep;
+  private updateGeneration(
+    name: string,
+    generation: number,
+    change: (g: GenerationRecord) => GenerationRecord,
+  ): Promise<void> {
+    return this.update(name, (r) => {
+      if (!r.generations.some((g) => g.generation === generation)) return undefined;
+      return {
+        ...r,
+        generations: r.generations.map((g) => (g.generation === generation ? change(g) : g)),
+      };
+    });
   }
 
-  private flush(): Promise<void> {
-    const text = JSON.stringify(this.data, null, 1);
-    return this.serial.run(() => writeFileAtomic(this.path, text));
+  /** One container's record changes; undefined from `change` means nothing to write. */
+  private update(name: string, change: (r: ContainerRecord) => ContainerRecord | undefined): Promise<void> {
+    return this.change((data) => {
+      const next = change(data.containers[name] ?? FRESH);
+      return next && { ...data, containers: { ...data.containers, [name]: next } };
+    });
   }
+
+  /**
+   * The only way the state changes: computed from the state as last written
+   * (changes queue one after another), written atomically, then swapped in.
+   */
+  private change(compute: (data: StateFile) => StateFile | undefined): Promise<void> {
+    return this.serial.run(async () => {
+      const next = compute(this.data);
+      if (!next) return;
+      try {
+        await this.fs.writeFileAtomic(this.path, JSON.stringify(next, null, 1));
+      } catch (err) {
+        throw writeFailed(this.path, err);
+      }
+      this.data = next;
+    });
+  }
+}
+
+function trim(r: ContainerRecord): ContainerRecord {
+  if (r.generations.length <= HISTORY) return r;
+  // Keep the last known good whatever its age: it is the rollback target.
+  const keep = r.generations.slice(-HISTORY);
+  const lkg = r.generations.find((g) => g.generation === r.lastKnownGood);
+  if (lkg && !keep.includes(lkg)) keep.unshift(lkg);
+  return { ...r, generations: keep };
 }

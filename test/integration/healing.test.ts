@@ -10,11 +10,16 @@
  */
 import { execFileSync } from 'node:child_process';
 import { request } from 'node:http';
-import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BACKOFF, delayFor } from '../../agent/model/backoff.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
-import { cleanupInstance, docker, inspect } from '../support/docker.js';
+import {
+  cleanupInstance,
+  docker,
+  inspect,
+  recordContainerEvents,
+  type EngineEventRecord,
+} from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
 const sb: Sandbox = sandbox('healing');
@@ -71,12 +76,7 @@ containers:
         action: none
 `;
 
-interface EngineEvent {
-  readonly name: string;
-  readonly action: string;
-  /** ms since the epoch, from the engine's timeNano. */
-  readonly at: number;
-}
+type EngineEvent = EngineEventRecord;
 
 /** GET on spcd's API socket; answers the status and the parsed JSON body. */
 function api(path: string): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -99,41 +99,17 @@ function api(path: string): Promise<{ status: number; body: Record<string, unkno
   });
 }
 
-const timeline: EngineEvent[] = [];
-let eventStream: Readable | undefined;
+let timeline: readonly EngineEvent[] = [];
 let spcd: SpcdProcess;
 
-/** Records the engine's start/die events of this file's containers, with the engine's own times. */
+/** The engine's start/die events of this file's containers, with the engine's own times. */
+let recorder: Awaited<ReturnType<typeof recordContainerEvents>> | undefined;
 async function recordEngineEvents(): Promise<void> {
-  const stream = (await docker().getEvents({
-    filters: {
-      type: ['container'],
-      event: ['start', 'die', 'exec_start'],
-      label: [`spcd.instance=${sb.instance}`],
-    },
-  })) as unknown as Readable;
-  let buf = '';
-  stream.on('data', (chunk: Buffer) => {
-    buf += chunk.toString('utf8');
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl).trim();
-      buf = buf.slice(nl + 1);
-      if (!line) continue;
-      const e = JSON.parse(line) as {
-        Action: string;
-        timeNano: number;
-        Actor: { Attributes: Record<string, string> };
-      };
-      timeline.push({
-        name: e.Actor.Attributes.name ?? '',
-        action: e.Action.split(':')[0]!,
-        at: Math.floor(e.timeNano / 1e6),
-      });
-    }
+  recorder = await recordContainerEvents({
+    event: ['start', 'die', 'exec_start'],
+    label: [`spcd.instance=${sb.instance}`],
   });
-  stream.on('error', () => undefined);
-  eventStream = stream;
+  timeline = recorder.seen;
 }
 
 const eventsOf = (name: string, action: string): EngineEvent[] =>
@@ -177,7 +153,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await spcd?.stop();
-  eventStream?.destroy();
+  recorder?.close();
   await cleanupInstance(sb.instance);
   await docker()
     .getImage(HC_IMAGE)

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import Dockerode from 'dockerode';
 
 export const DOCKER_SOCKET = process.env.SPCD_DOCKER_SOCKET ?? '/var/run/docker.sock';
@@ -38,4 +39,48 @@ export async function cleanupInstance(instance: string): Promise<void> {
 
 export async function containersOf(instance: string): Promise<Dockerode.ContainerInfo[]> {
   return docker().listContainers({ all: true, filters: { label: [`spcd.instance=${instance}`] } });
+}
+
+export interface EngineEventRecord {
+  readonly id: string;
+  readonly name: string;
+  /** "exec_start: sh -c ..." is recorded as "exec_start". */
+  readonly action: string;
+  /** ms since the epoch, from the engine's timeNano. */
+  readonly at: number;
+}
+
+/** Records the engine's container events matching `filters`, from now on, with the engine's own times. */
+export async function recordContainerEvents(filters: {
+  label: string[];
+  event?: string[];
+}): Promise<{ readonly seen: EngineEventRecord[]; close(): void }> {
+  const seen: EngineEventRecord[] = [];
+  const stream = (await docker().getEvents({
+    filters: { type: ['container'], ...filters },
+  })) as unknown as Readable;
+  let buf = '';
+  stream.on('data', (chunk: Buffer) => {
+    buf += chunk.toString('utf8');
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (!line) continue;
+      const e = JSON.parse(line) as {
+        id: string;
+        Action: string;
+        timeNano: number;
+        Actor: { Attributes: Record<string, string> };
+      };
+      seen.push({
+        id: e.id,
+        name: e.Actor.Attributes.name ?? '',
+        action: e.Action.split(':')[0]!,
+        at: Math.floor(e.timeNano / 1e6),
+      });
+    }
+  });
+  stream.on('error', () => undefined);
+  return { seen, close: () => stream.destroy() };
 }

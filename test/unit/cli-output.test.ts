@@ -117,6 +117,25 @@ describe('tables and JSON', () => {
     );
   });
 
+  it('status: a state file set aside at start-up is said on the second line', async () => {
+    const doc = {
+      ...(await status.status()),
+      stateRecovery: {
+        at: '2026-01-01T00:00:00.000Z',
+        reason: '/var/lib/spcd/state.json is not valid JSON: Unexpected end of JSON input',
+        movedTo: '/var/lib/spcd/state.json.corrupt-2026-01-01T00-00-00-000Z',
+        rebuilt: ['nova_compute', 'cron'],
+      },
+    };
+    const lines = formatStatus(doc).split('\n');
+    expect(lines[1]).toBe(
+      'STATE RECOVERED at 2026-01-01T00:00:00.000Z: /var/lib/spcd/state.json is not valid JSON: Unexpected end of JSON input; ' +
+        'old file kept at /var/lib/spcd/state.json.corrupt-2026-01-01T00-00-00-000Z; rebuilt from labels: nova_compute, cron',
+    );
+    expect(lines[2]).toMatch(/^SET\/CONTAINER/);
+    expect(formatStatus(await status.status())).not.toContain('STATE RECOVERED');
+  });
+
   it('ps: one flat row per container', async () => {
     const r = await cli(['ps']);
     expect(r.out.trim().split('\n')).toHaveLength(4);
