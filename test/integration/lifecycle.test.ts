@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
-import { cleanupInstance } from '../support/docker.js';
+import { cleanupInstance, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -26,6 +26,22 @@ const exitWithin = (p: SpcdProcess, ms: number): Promise<number | null | 'still 
   Promise.race([p.wait(), new Promise<'still running'>((r) => setTimeout(() => r('still running'), ms))]);
 /** An engine socket nobody listens on: spcd waits for the engine. */
 const noEngine = (sb: Sandbox): string[] => ['--docker-socket', join(sb.root, 'no-docker.sock')];
+
+/** Host PIDs of live `sleep 3607` processes in a container (the check below). */
+function checkSleeps(containerId: string): number[] {
+  const out: number[] = [];
+  for (const ent of readdirSync('/proc')) {
+    if (!/^\d+$/.test(ent)) continue;
+    try {
+      if (readFileSync(`/proc/${ent}/cmdline`, 'utf8') !== 'sleep\u00003607\u0000') continue;
+      if (readFileSync(`/proc/${ent}/stat`, 'utf8').split(') ')[1]?.[0] === 'Z') continue;
+      if (readFileSync(`/proc/${ent}/cgroup`, 'utf8').includes(containerId)) out.push(Number(ent));
+    } catch {
+      /* exited while we looked */
+    }
+  }
+  return out;
+}
 
 afterEach(async () => {
   for (const p of running.splice(0)) await p.kill9();
@@ -93,5 +109,26 @@ describe('spcd start-up and shutdown', () => {
     );
     expect(again.child.exitCode).toBe(null);
     expect(JSON.parse(readFileSync(join(sb.stateDir, 'spcd.lock'), 'utf8')).pid).toBe(again.child.pid);
+  });
+
+  it('SIGTERM while a check runs: its exec is killed before spcd exits', async () => {
+    const sb = fresh('life-exec');
+    const name = `${sb.instance}-c`;
+    writeSet(
+      sb,
+      'c.yaml',
+      `set: c\ncontainers:\n  ${name}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n    healthchecks:\n      - name: slow\n        exec: [sleep, '3607']\n        interval: 20s\n        timeout: 15s\n        action: none\n`,
+    );
+    const spcd = start(sb);
+    await spcd.ready();
+    const id = await waitFor('c running', async () => {
+      const c = await inspect(name);
+      return c?.State.Running ? c.Id : undefined;
+    });
+    await waitFor('the check is in flight', () => checkSleeps(id).length > 0);
+    spcd.child.kill('SIGTERM');
+    expect(await exitWithin(spcd, 30_000)).toBe(0);
+    expect(checkSleeps(id)).toEqual([]);
+    expect((await inspect(name))?.State.Running).toBe(true);
   });
 });
