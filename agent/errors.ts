@@ -83,6 +83,10 @@ export const ERRORS = {
   },
   BOOTSTRAP_FAILED: { status: 500, summary: 'A bootstrap task failed or timed out.' },
   SHUTTING_DOWN: { status: 503, summary: 'spcd is shutting down and takes no new operations.' },
+  DEFINITIONS_NOT_LOADED: {
+    status: 409,
+    summary: 'The definitions could not be read; spcd holds what runs and refuses upgrades and rollbacks.',
+  },
 
   // api
   BAD_REQUEST: { status: 400, summary: 'The request is malformed (JSON, parameters).' },

@@ -87,6 +87,28 @@ describe('definitions that cannot be read at start', () => {
     expect(await started('b')).toBe(before.b);
     expect((await inspect(n('b')))!.Config.Labels['spcd.generation']).toBe('1');
 
+    // No new generation while held: an upgrade is refused, naming why.
+    const refused = execFileSync(
+      'curl',
+      [
+        '-s',
+        '--unix-socket',
+        sb.socket,
+        '-X',
+        'POST',
+        '-H',
+        'content-type: application/json',
+        '-d',
+        JSON.stringify({ image: 'spcd-demo/service:2' }),
+        '-w',
+        '\n%{http_code}',
+        `http://spcd/v1/containers/${n('b')}/upgrade`,
+      ],
+      { encoding: 'utf8' },
+    ).split('\n');
+    expect(refused[1]).toBe('409');
+    expect(JSON.parse(refused[0]!).code).toBe('DEFINITIONS_NOT_LOADED');
+
     // A held container that dies is restarted, as it is.
     execFileSync('/usr/bin/docker', ['kill', n('a')]);
     await waitFor(
