@@ -59,6 +59,10 @@ export const ERRORS = {
   // state
   STATE_CORRUPT: { status: 500, summary: 'A state or journal file could not be parsed.' },
   STATE_WRITE_FAILED: { status: 500, summary: 'A state file could not be written atomically.' },
+  STATE_LOCKED: {
+    status: 409,
+    summary: 'Another live spcd holds the state directory (its PID is named); this one refuses to start.',
+  },
 
   // operations
   NOT_FOUND: { status: 404, summary: 'No such container, set, generation or route.' },
@@ -79,6 +83,10 @@ export const ERRORS = {
   },
   BOOTSTRAP_FAILED: { status: 500, summary: 'A bootstrap task failed or timed out.' },
   SHUTTING_DOWN: { status: 503, summary: 'spcd is shutting down and takes no new operations.' },
+  DEFINITIONS_NOT_LOADED: {
+    status: 409,
+    summary: 'The definitions could not be read; spcd holds what runs and refuses upgrades and rollbacks.',
+  },
 
   // api
   BAD_REQUEST: { status: 400, summary: 'The request is malformed (JSON, parameters).' },

@@ -2,13 +2,18 @@
  * spcd's composition root: compile settings, build the rooms, serve the API,
  * converge, and stop cleanly on SIGTERM/SIGINT without stopping a single
  * managed container (they belong to dockerd, not to this process).
+ *
+ * Start-up is an ordered list of components (daemon/lifecycle.ts): a failure
+ * at any point, or a signal while a start waits, closes what was opened.
  */
 import { createLogger } from './log.js';
 import { SpcdError } from './errors.js';
-import { buildDaemon, describeStartupError, packageVersion } from './daemon/daemon.js';
+import { buildDaemon, describeStartupError, packageVersion, type Daemon } from './daemon/daemon.js';
+import { Components } from './daemon/lifecycle.js';
 import { parseSettings, usage } from './daemon/settings.js';
 import { serveApi } from './daemon/serve-api.js';
 import { SdNotify } from './daemon/sdnotify.js';
+import { StateDirLock } from './state/lock.js';
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let settings;
@@ -27,7 +32,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     process.stderr.write(`spcd: ${err instanceof SpcdError ? err.message : String(err)}\n`);
     return 2;
   }
-  const log = createLogger({ level: settings.logLevel });
+  const cfg = settings;
+  const log = createLogger({ level: cfg.logLevel });
   const notify = new SdNotify(env, { log });
   // The watchdog is fed only from the reconcile loop's heartbeat: a hung loop starves it.
   let lastBeat = 0;
@@ -38,64 +44,86 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     lastBeat = now;
     notify.watchdog();
   };
-  let daemon;
-  try {
-    daemon = await buildDaemon(settings, log, { env, onHeartbeat });
-  } catch (err) {
-    process.stderr.write(`spcd: cannot start: ${describeStartupError(err)}\n`);
-    log.error({ err: describeStartupError(err) }, 'cannot start');
-    return 1;
-  }
+
+  const lock = new StateDirLock(cfg.stateDir);
+  let daemon: Daemon | undefined;
   let api: { close(): Promise<void> } | undefined;
-  try {
-    api = await serveApi(daemon);
-  } catch (err) {
-    process.stderr.write(`spcd: cannot serve the API: ${describeStartupError(err)}\n`);
-    await daemon.stop();
-    return 1;
-  }
-  let stopping: Promise<void> | undefined;
+  let kube: { stop(): Promise<void> } | undefined;
+  const components = new Components(
+    [
+      { name: 'state-lock', start: () => lock.acquire(), stop: () => lock.release() },
+      {
+        name: 'daemon',
+        start: async () => {
+          daemon = await buildDaemon(cfg, log, { env, onHeartbeat });
+        },
+        // Stops the loop and closes the health workers, killing in-flight check execs.
+        stop: async () => daemon?.stop(),
+      },
+      {
+        name: 'api',
+        start: async () => {
+          api = await serveApi(daemon!);
+        },
+        stop: async () => api?.close(),
+      },
+      {
+        name: 'converge',
+        start: async () => daemon!.start(),
+        interrupt: () => void daemon?.reconciler.stop(),
+        stop: async () => daemon?.reconciler.stop(),
+      },
+      {
+        name: 'kube',
+        start: async () => {
+          if (!cfg.kube || !cfg.nodeName) return;
+          try {
+            // Loaded only when enabled: the Kubernetes client alone costs ~75 MB of RSS.
+            const { startKubeIntegration } = await import('./daemon/kube-wiring.js');
+            kube = await startKubeIntegration(daemon!, cfg.kube, cfg.nodeName);
+          } catch (err) {
+            // Kubernetes is for reporting and fleet pacing: the containers do not depend on it.
+            log.error(
+              { err: (err as Error).message },
+              'kubernetes integration did not start; continuing without it',
+            );
+          }
+        },
+        stop: async () => kube?.stop(),
+      },
+    ],
+    log,
+  );
+
+  let stopped: Promise<void> | undefined;
   const stop = (signal: string): Promise<void> => {
-    stopping ??= (async () => {
+    stopped ??= (async () => {
       log.info({ signal }, 'stopping; managed containers keep running');
       notify.stopping();
-      await kube?.stop();
-      await api?.close();
-      await daemon.stop();
+      await components.stop();
     })();
-    return stopping;
+    return stopped;
   };
-  process.on('SIGHUP', () => {
-    log.info('SIGHUP: reloading definitions');
-    void daemon.actions.reload().catch(() => undefined);
-  });
   const done = new Promise<void>((resolve) => {
     for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => void stop(sig).then(resolve));
   });
-  try {
-    await daemon.start();
-  } catch (err) {
-    if (!stopping) {
-      process.stderr.write(`spcd: ${describeStartupError(err)}\n`);
-      await stop('startup-failure');
-      return 1;
-    }
+  process.on('SIGHUP', () => {
+    log.info('SIGHUP: reloading definitions');
+    void daemon?.actions.reload().catch(() => undefined);
+  });
+
+  const outcome = await components.start();
+  if (outcome.kind === 'failed') {
+    const why = describeStartupError(outcome.error);
+    process.stderr.write(`spcd: cannot start (${outcome.component}): ${why}\n`);
+    log.error({ component: outcome.component, err: why }, 'cannot start; everything opened is closed');
+    return 1;
   }
-  let kube: { stop(): Promise<void> } | undefined;
-  if (settings.kube && settings.nodeName) {
-    try {
-      // Loaded only when enabled: the Kubernetes client alone costs ~75 MB of RSS.
-      const { startKubeIntegration } = await import('./daemon/kube-wiring.js');
-      kube = await startKubeIntegration(daemon, settings.kube, settings.nodeName);
-    } catch (err) {
-      // Kubernetes is for reporting and fleet pacing: the containers do not depend on it.
-      log.error(
-        { err: (err as Error).message },
-        'kubernetes integration did not start; continuing without it',
-      );
-    }
+  if (outcome.kind === 'stopped') {
+    await stopped;
+    return 0;
   }
-  log.info({ socket: settings.socketPath, instance: settings.instance }, 'spcd ready');
+  log.info({ socket: cfg.socketPath, instance: cfg.instance }, 'spcd ready');
   notify.ready('sets adopted; API listening');
   await done;
   return 0;

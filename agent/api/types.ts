@@ -52,16 +52,43 @@ export interface SetStatus {
   readonly sets: readonly SetStatus[];
 }
 
+export interface DefinitionProblem {
+  readonly file: string;
+  readonly line: number;
+  readonly path: string;
+  readonly message: string;
+}
+
+export type DefinitionsStatus =
+  | { readonly loaded: true }
+  | {
+      readonly loaded: false;
+      readonly holding: true;
+      readonly error: {
+        readonly code: string;
+        readonly message: string;
+        readonly problems?: readonly DefinitionProblem[];
+      };
+    };
+
 export interface StatusDocument {
   readonly version: string;
   readonly instance: string;
   readonly host: Readonly<Record<string, unknown>>;
   readonly engine: { readonly available: boolean; readonly version?: string; readonly reason?: string };
   readonly preflight?: Readonly<Record<string, unknown>>;
+  /**
+   * Whether the definitions on disk are in force. When they could not be
+   * read (at start or since), spcd holds what runs: the containers are under
+   * `retained`, restarted when they exit, and nothing is created, replaced
+   * or removed until a reload reads the definitions cleanly.
+   */
+  readonly definitions?: DefinitionsStatus;
   readonly sets: readonly SetStatus[];
   /**
    * Containers of this instance that still exist though no definition names
-   * them: a hypervisor kept while VMs run, or a removal still pending.
+   * them: a hypervisor kept while VMs run, a removal still pending, or every
+   * container while the definitions are not loaded.
    */
   readonly retained?: readonly ContainerStatus[];
   /** Present when state.json was unusable at start-up and was set aside (docs/operator-guide.md). */

@@ -30,6 +30,17 @@ export class DaemonActions implements Actions {
     return found.spec;
   }
 
+  /** A new generation while the definitions cannot be read could not be reconciled with them: refused. */
+  private assertDefinitionsLoaded(verb: string): void {
+    const why = this.d.reconciler.holding();
+    if (why === null) return;
+    throw new SpcdError(
+      'DEFINITIONS_NOT_LOADED',
+      `cannot ${verb} while the definitions cannot be read (${why}); fix them and reload first`,
+      { reason: why },
+    );
+  }
+
   private definitionOf(name: string): ContainerSpec {
     const spec = allContainers(this.d.definitions().sets).find((c) => c.name === name);
     if (!spec) throw new SpcdError('NOT_FOUND', `no container named ${name}`, { container: name });
@@ -138,6 +149,7 @@ export class DaemonActions implements Actions {
       force?: boolean;
     },
   ): Promise<OperationRef> {
+    this.assertDefinitionsLoaded('upgrade');
     const base = this.desiredSpec(name);
     this.checkGeneration(name, opts.expectedGeneration);
     const spec: ContainerSpec = { ...base, image: opts.image };
@@ -145,6 +157,7 @@ export class DaemonActions implements Actions {
   }
 
   async rollback(name: string, opts: { toGeneration?: number; force?: boolean }): Promise<OperationRef> {
+    this.assertDefinitionsLoaded('roll back');
     this.desiredSpec(name);
     const target = this.rollbackTarget(name, opts.toGeneration);
     return this.begin('rollback', name, (opId) =>

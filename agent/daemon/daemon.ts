@@ -16,7 +16,7 @@ import { Journal } from '../state/journal.js';
 import { StateStore } from '../state/store.js';
 import type { PlanItem, PlanView } from '../api/types.js';
 import { DaemonActions } from './actions.js';
-import { desiredContainers, stalePins } from './desired.js';
+import { desiredContainers, heldContainers, stalePins } from './desired.js';
 import { Operations } from './operations.js';
 import { MountPreparer, type ConfigPort } from './preparer.js';
 import { TemplateConfig } from './config.js';
@@ -60,15 +60,24 @@ export async function loadDefinitions(settings: Settings): Promise<DesiredState>
   });
 }
 
+export type Daemon = DaemonParts & { start(): Promise<void>; stop(): Promise<void> };
+
+const NO_DEFINITIONS: DesiredState = { sets: [] };
+
 /**
  * Builds every room and wires them (the composition root's body). Nothing is
  * started: start() adopts, recovers and converges.
+ *
+ * Definitions or values that cannot be read do not stop spcd: it holds what
+ * runs (restarting what exits, creating, replacing and removing nothing),
+ * reports the problem in the status and the log, and applies the
+ * definitions at the first reload that reads them cleanly.
  */
 export async function buildDaemon(
   settings: Settings,
   log: Logger,
   opts: { clock?: Clock; config?: ConfigPort; env?: NodeJS.ProcessEnv; onHeartbeat?: () => void } = {},
-): Promise<DaemonParts & { start(): Promise<void>; stop(): Promise<void> }> {
+): Promise<Daemon> {
   const clock = opts.clock ?? systemClock;
   const events = new EventBus();
   const engine = new DockerEngine({ socketPath: settings.dockerSocket, log: log.child({ room: 'engine' }) });
@@ -77,14 +86,22 @@ export async function buildDaemon(
   if (lost) log.error({ ...lost }, 'state.json unusable: set aside, rebuilding from container labels');
   const journal = new Journal(settings.stateDir);
   await journal.init();
-  let definitions = await loadDefinitions(settings);
   const templateConfig = new TemplateConfig({
     templatesDir: settings.templatesDir,
     configRoot: settings.configRoot,
     files: { globalsFile: settings.globalsFile, secretsFile: settings.secretsFile },
     log: log.child({ room: 'render' }),
   });
-  await templateConfig.load(definitions);
+  let definitions = NO_DEFINITIONS;
+  /** Why the definitions are not in force (spcd holds what runs); undefined once they are. */
+  let loadError: SpcdError | undefined;
+  try {
+    const read = await loadDefinitions(settings);
+    await templateConfig.load(read);
+    definitions = read;
+  } catch (err) {
+    loadError = toSpcdError(err);
+  }
   const config: ConfigPort = opts.config ?? templateConfig;
   const health = new HealthManager({ exec: engine, clock, log: log.child({ room: 'health' }) });
   const exec: ExecutorDeps = {
@@ -126,6 +143,7 @@ export async function buildDaemon(
       next = await loadDefinitions(settings);
     } catch (err) {
       const e = toSpcdError(err);
+      if (loadError) loadError = e;
       events.publish({ type: 'reload', at: clock.now(), ok: false, detail: e.message });
       throw e;
     }
@@ -140,11 +158,14 @@ export async function buildDaemon(
       definitions = previous;
       await templateConfig.load(previous).catch(() => undefined);
       const e = toSpcdError(err);
+      if (loadError) loadError = e;
       events.publish({ type: 'reload', at: clock.now(), ok: false, detail: e.message });
       throw e;
     }
     const plan = reconciler.preview(desired);
     reconciler.setDesired(desired);
+    if (loadError) log.info('definitions read cleanly: applying them; the hold ends');
+    loadError = undefined;
     events.publish({ type: 'reload', at: clock.now(), ok: true, detail: `${desired.length} containers` });
     return {
       containers: desired.length,
@@ -210,6 +231,7 @@ export async function buildDaemon(
     instance: settings.instance,
     hostFacts: () => Promise.resolve({ hostname: hostname(), pid: process.pid, node: process.version }),
     preflight: () => preflight as unknown as Record<string, unknown> | undefined,
+    definitionsError: () => loadError,
     plan: planView,
   });
   health.onChange((c) =>
@@ -222,10 +244,11 @@ export async function buildDaemon(
       ...(c.check?.lastResult ? { output: c.check.lastResult.output } : {}),
     }),
   );
-  log.info(
-    { instance: settings.instance, containers: allContainers(definitions.sets).length, version },
-    'definitions loaded',
-  );
+  if (!loadError)
+    log.info(
+      { instance: settings.instance, containers: allContainers(definitions.sets).length, version },
+      'definitions loaded',
+    );
   return {
     settings,
     log,
@@ -254,11 +277,29 @@ export async function buildDaemon(
       } else {
         log.info({ warnings: report.checks.filter((c) => !c.ok).map((c) => c.name) }, 'preflight passed');
       }
-      await reconciler.start(await computeDesired());
+      let desired: Awaited<ReturnType<typeof computeDesired>> = [];
+      if (!loadError) {
+        try {
+          desired = await computeDesired();
+        } catch (err) {
+          loadError = toSpcdError(err);
+        }
+      }
+      if (loadError) {
+        const e = loadError;
+        process.stderr.write(`spcd: definitions not loaded, holding what runs: ${describeStartupError(e)}\n`);
+        log.error(
+          { code: e.code, problems: e.details.problems, err: describeStartupError(e) },
+          'definitions not loaded: holding the running containers (restarting exits, changing nothing) until a reload reads them',
+        );
+        reconciler.holdRunning({ reason: e.message, derive: (observed) => heldContainers(observed, state) });
+      }
+      await reconciler.start(desired);
     },
     async stop() {
       await reconciler.stop();
-      health.close();
+      // Kills the execs of checks in flight and waits for them.
+      await health.close();
     },
   };
 }

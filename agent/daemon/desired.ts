@@ -2,6 +2,8 @@ import { specHash } from '../model/hash.js';
 import { compareSpecHash } from '../model/hash-schemes.js';
 import { startOrder } from '../model/order.js';
 import type { ContainerSpec, DesiredState, SetSpec } from '../model/spec.js';
+import type { ObservedContainer } from '../model/observed.js';
+import { pickPrimary } from '../planner/plan.js';
 import type { DesiredContainer } from '../planner/types.js';
 import type { StateStore } from '../state/store.js';
 
@@ -54,4 +56,28 @@ export function stalePins(state: DesiredState, store: Pick<StateStore, 'record'>
  */
 function pinHolds(definitionHash: string, fromDisk: ContainerSpec): boolean {
   return compareSpecHash(definitionHash, fromDisk).kind !== 'changed';
+}
+
+/**
+ * While the definitions cannot be read: each container the engine shows,
+ * as the spec its running generation was created from (recorded in the
+ * state), with the hashes it carries, so nothing differs and nothing is
+ * replaced. A container without a recorded spec is left as it is.
+ */
+export function heldContainers(
+  observed: readonly ObservedContainer[],
+  store: StateStore,
+): DesiredContainer[] {
+  const names = [...new Set(observed.map((o) => o.identity.container))];
+  const out: DesiredContainer[] = [];
+  for (const name of names) {
+    const p = pickPrimary(
+      name,
+      observed.filter((o) => o.identity.container === name),
+    );
+    const rec = p && store.generation(name, p.identity.generation);
+    if (!p || !rec) continue;
+    out.push({ spec: rec.spec, specHash: p.identity.specHash, configHash: p.identity.configHash });
+  }
+  return out;
 }

@@ -6,6 +6,8 @@ import type {
   ContainerHealthView,
   ContainerState,
   ContainerStatus,
+  DefinitionProblem,
+  DefinitionsStatus,
   GenerationView,
   HealthState,
   LogStreamOptions,
@@ -31,6 +33,8 @@ export interface StatusDeps {
   readonly instance: string;
   readonly hostFacts: () => Promise<Record<string, unknown>>;
   readonly preflight?: () => Record<string, unknown> | undefined;
+  /** Why the definitions are not in force (spcd holds what runs), if they are not. */
+  readonly definitionsError?: () => SpcdError | undefined;
   readonly plan: () => Promise<PlanView>;
 }
 
@@ -67,16 +71,33 @@ export class DaemonStatus implements StatusView {
       host: await this.d.hostFacts(),
       engine,
       ...(pre ? { preflight: pre } : {}),
+      definitions: this.definitionsStatus(),
       sets: this.sets(),
       retained: this.retained(),
       ...(recovery ? { stateRecovery: recovery } : {}),
     };
   }
 
-  /** Observed containers whose definition is gone (see StatusDocument.retained). */
+  private definitionsStatus(): DefinitionsStatus {
+    const e = this.d.definitionsError?.();
+    if (!e) return { loaded: true };
+    const problems = (e.details.problems as DefinitionProblem[] | undefined) ?? [];
+    return {
+      loaded: false,
+      holding: true,
+      error: { code: e.code, message: e.message, ...(problems.length > 0 ? { problems } : {}) },
+    };
+  }
+
+  /** Observed containers no definition on disk names (see StatusDocument.retained). */
   private retained(): ContainerStatus[] {
     const r = this.d.reconciler;
-    const defined = new Set(r.desiredContainers().map((d) => d.spec.name));
+    const defined = new Set<string>();
+    const walk = (s: SetSpec): void => {
+      for (const c of s.containers) defined.add(c.name);
+      s.sets.forEach(walk);
+    };
+    this.d.definitions().forEach(walk);
     const out = new Map<string, ContainerStatus>();
     for (const o of r.observedContainers()) {
       const name = o.identity.container;

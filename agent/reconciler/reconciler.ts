@@ -64,8 +64,22 @@ export interface ReconcilerDeps {
   readonly instance: string;
   readonly relistMs: number;
   readonly backoff?: BackoffPolicy;
-  /** Called after every completed pass: the watchdog's proof of life. */
+  /**
+   * The watchdog's proof of life: called after every pass that ran to its
+   * end, including one that found the engine away (the loop is alive, waiting
+   * for it). A loop that stops passing stops calling it.
+   */
   readonly onHeartbeat?: () => void;
+}
+
+/**
+ * The definitions could not be read: keep what runs and restart what exits,
+ * nothing else (no create, no replace, no remove). `derive` gives the
+ * containers to keep from what the engine shows.
+ */
+export interface Hold {
+  readonly reason: string;
+  readonly derive: (observed: readonly ObservedContainer[]) => DesiredContainer[];
 }
 
 const ENGINE_RETRY_MS = 1_000;
@@ -100,6 +114,7 @@ export class Reconciler {
   private readonly backoff: BackoffPolicy;
   /** When set, nothing new is created (a blocking preflight failure); running containers are still kept. */
   private createBlock: string | null = null;
+  private hold: Hold | null = null;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.backoff = deps.backoff ?? DEFAULT_BACKOFF;
@@ -120,6 +135,7 @@ export class Reconciler {
     await prepareStart(this.deps.exec, desired);
     const rec = await recoverJournal(this.deps.exec);
     if (rec.undone.length || rec.finished.length) this.deps.log.warn(rec, 'journal recovery done');
+    if (this.lifecycle !== 'starting') throw new SpcdError('SHUTTING_DOWN', 'stopped while starting');
     this.subscribe();
     this.lifecycle = 'running';
     await this.pass();
@@ -141,9 +157,22 @@ export class Reconciler {
     this.trigger();
   }
 
+  /** Definitions read cleanly: they replace whatever was desired, and end a hold. */
   setDesired(desired: DesiredContainer[]): void {
     this.desired = desired;
+    this.hold = null;
     this.trigger();
+  }
+
+  /** Holds what runs until setDesired() (see Hold). */
+  holdRunning(hold: Hold): void {
+    this.hold = hold;
+    this.desired = hold.derive(this.observed);
+    this.trigger();
+  }
+
+  holding(): string | null {
+    return this.hold?.reason ?? null;
   }
 
   desiredContainers(): readonly DesiredContainer[] {
@@ -281,7 +310,7 @@ export class Reconciler {
         return;
       } catch (err) {
         this.setEngine(false, toSpcdError(err).message);
-        if (this.lifecycle === 'stopping')
+        if (this.lifecycle === 'stopping' || this.lifecycle === 'stopped')
           throw new SpcdError('SHUTTING_DOWN', 'stopped while waiting for the engine');
         await new Promise<void>((r) => this.deps.clock.setTimer(ENGINE_RETRY_MS, r));
       }
@@ -388,36 +417,26 @@ export class Reconciler {
         if (!this.subscription) this.subscribe();
       } catch (err) {
         const e = toSpcdError(err);
-        // Engine away: take no action until it answers again.
+        // Engine away: take no action until it answers again. The loop itself is alive.
         this.setEngine(false, e.message);
         next = ENGINE_RETRY_MS;
+        this.deps.onHeartbeat?.();
         return;
       }
+      if (this.hold) this.desired = this.hold.derive(this.observed);
       const now = this.deps.clock.now();
       await this.noteExits(now);
       this.syncHealth();
-      const planned = plan({
+      let p = plan({
         desired: this.desired,
         observed: this.observed,
         facts: this.runtimeFacts(),
         now,
       });
       const block = this.createBlock;
-      const p = block
-        ? {
-            ...planned,
-            steps: planned.steps.filter((s) => s.kind !== 'create'),
-            waiting: [
-              ...planned.waiting,
-              ...planned.steps
-                .filter((s) => s.kind === 'create')
-                .map((s) => ({
-                  container: s.kind === 'create' ? s.desired.spec.name : '',
-                  reason: `preflight blocks: ${block}`,
-                })),
-            ],
-          }
-        : planned;
+      if (block) p = restrict(p, (s) => s.kind !== 'create', `preflight blocks: ${block}`);
+      const hold = this.hold;
+      if (hold) p = restrict(p, (s) => s.kind === 'start', `definitions not loaded: ${hold.reason}`);
       this.lastPlan = p;
       this.logUntouched(p);
       this.launch(p.steps);
@@ -651,4 +670,18 @@ export class Reconciler {
     });
     return undefined;
   }
+}
+
+/** Keeps the steps `allowed` accepts; the others wait, for `reason`. */
+function restrict(p: Plan, allowed: (s: Step) => boolean, reason: string): Plan {
+  const stepName = (s: Step): string =>
+    s.kind === 'remove' ? s.observed.identity.container : s.desired.spec.name;
+  return {
+    ...p,
+    steps: p.steps.filter(allowed),
+    waiting: [
+      ...p.waiting,
+      ...p.steps.filter((s) => !allowed(s)).map((s) => ({ container: stepName(s), reason })),
+    ],
+  };
 }

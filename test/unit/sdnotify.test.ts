@@ -1,75 +1,22 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SdNotify } from '../../agent/daemon/sdnotify.js';
+import { canReceiveNotify, notifyReceiver, type NotifyReceiver } from '../support/notify-receiver.js';
 
-// A real AF_UNIX datagram receiver, as PID 1's notify socket is: it prints each
-// message with the sender's credentials, and closes passed fds (the barrier
-// systemd-notify waits on).
-const RECEIVER = String.raw`
-import json, os, socket, struct, sys
-addr = sys.argv[1]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-s.bind('\0' + addr[1:] if addr.startswith('@') else addr)
-print(json.dumps({"ready": True}), flush=True)
-while True:
-    data, anc, flags, _ = s.recvmsg(4096, socket.CMSG_SPACE(64))
-    pid = None
-    for level, kind, payload in anc:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
-            pid = struct.unpack('iII', payload[:12])[0]
-        elif level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            for i in range(0, len(payload) - len(payload) % 4, 4):
-                os.close(struct.unpack('i', payload[i:i+4])[0])
-    print(json.dumps({"data": data.decode(), "pid": pid}), flush=True)
-`;
+if (!canReceiveNotify)
+  console.warn('[sdnotify] skipping the datagram tests: python3 or systemd-notify missing');
 
-const havePython = spawnSync('python3', ['-c', 'print(1)']).status === 0;
-const haveNotify = spawnSync('systemd-notify', ['--version']).status === 0;
-if (!havePython || !haveNotify)
-  console.warn(`[sdnotify] skipping the datagram tests: python3=${havePython} systemd-notify=${haveNotify}`);
-
-interface Msg {
-  data: string;
-  pid: number | null;
-}
-
-let child: ChildProcess | undefined;
+let rx: NotifyReceiver | undefined;
 afterEach(() => {
-  child?.kill('SIGKILL');
-  child = undefined;
+  rx?.close();
+  rx = undefined;
 });
 
-async function receiver(addr: string): Promise<{ messages: Msg[]; until: (n: number) => Promise<void> }> {
-  child = spawn('python3', ['-c', RECEIVER, addr], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const messages: Msg[] = [];
-  let wake: (() => void) | undefined;
-  let ready!: () => void;
-  const isReady = new Promise<void>((r) => (ready = r));
-  createInterface(child.stdout!).on('line', (line) => {
-    const v = JSON.parse(line) as Msg & { ready?: boolean };
-    if (v.ready) return ready();
-    messages.push(v);
-    wake?.();
-  });
-  await isReady;
-  return {
-    messages,
-    until: async (n) => {
-      const end = Date.now() + 8000;
-      while (messages.length < n) {
-        if (Date.now() > end) throw new Error(`only ${messages.length} of ${n} messages arrived`);
-        await new Promise<void>((r) => {
-          wake = r;
-          setTimeout(r, 50);
-        });
-      }
-    },
-  };
+async function receiver(addr: string): Promise<NotifyReceiver> {
+  rx = await notifyReceiver(addr);
+  return rx;
 }
 
 describe('SdNotify', () => {
@@ -94,7 +41,7 @@ describe('SdNotify', () => {
     expect(new SdNotify({ WATCHDOG_USEC: 'zero' }).watchdogIntervalMs()).toBeUndefined();
   });
 
-  it.skipIf(!havePython || !haveNotify)(
+  it.skipIf(!canReceiveNotify)(
     'sends READY, STATUS, WATCHDOG and STOPPING datagrams to a path socket, credited to spcd',
     async () => {
       const path = join(mkdtempSync(join(tmpdir(), 'spcd-notify-')), 'notify.sock');
@@ -124,7 +71,7 @@ describe('SdNotify', () => {
     20_000,
   );
 
-  it.skipIf(!havePython || !haveNotify)(
+  it.skipIf(!canReceiveNotify)(
     'reaches an abstract (@) socket, and coalesces watchdog pings',
     async () => {
       const addr = `@spcd-test-${process.pid}-${Date.now()}`;

@@ -50,7 +50,8 @@ async function api(ctx: ActionContext, method: string, path: string, body?: obje
   try {
     const a = await ctx.world.api(method, path, body);
     ctx.answers.set(a.status, (ctx.answers.get(a.status) ?? 0) + 1);
-    if (a.status >= 500) ctx.log(`  ${method} ${path} -> ${a.status} ${a.text.slice(0, 160)}`);
+    if (a.status >= 400 && a.status !== 409)
+      ctx.log(`  ${method} ${path} -> ${a.status} ${a.text.slice(0, 160)}`);
   } catch (err) {
     // spcd may be down at that moment (we kill it); the action simply did not happen.
     ctx.answers.set(0, (ctx.answers.get(0) ?? 0) + 1);

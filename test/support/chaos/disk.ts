@@ -21,7 +21,10 @@ export class DiskFiller {
     } catch {
       return undefined;
     }
-    return new DiskFiller(dir);
+    const filler = new DiskFiller(dir);
+    // Even when the run dies half-way, leave no mount behind.
+    process.once('exit', () => filler.unmount());
+    return filler;
   }
 
   private get filler(): string {
