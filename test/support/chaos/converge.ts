@@ -29,6 +29,16 @@ export async function notConverged(world: ChaosWorld): Promise<string[]> {
     return [`GET /v1/status answered ${answer.status}: ${answer.text.slice(0, 200)}`];
   const status = JSON.parse(answer.text) as StatusDoc;
   const byName = new Map(flatten(status.sets).map((c) => [c.name, c]));
+  // The definitions on disk are applied: the plan spcd would make from them now is empty.
+  const plan = await world.api('GET', '/v1/plan').catch(() => undefined);
+  if (plan?.status !== 200) why.push(`GET /v1/plan answered ${plan?.status ?? 'nothing'}`);
+  else {
+    const items = (
+      JSON.parse(plan.text) as { items: { container: string; action: string; reason: string }[] }
+    ).items;
+    for (const i of items.filter((x) => x.action !== 'none'))
+      why.push(`${i.container}: plan ${i.action} (${i.reason})`);
+  }
   const journal = world.journalEntries();
   if (journal.length > 0) why.push(`journal not empty: ${journal.join(', ')}`);
   const lkg = world.lastKnownGood();
