@@ -84,6 +84,23 @@ describe('CLI output escapes what it shows', () => {
     });
     expect(line).not.toMatch(RAW_CONTROL);
     expect(line.split('\n')).toHaveLength(1);
+    for (const e of [
+      { type: 'reload', at: 0, ok: false, detail: NASTY },
+      { type: 'engine', at: 0, available: false, reason: NASTY },
+      {
+        type: 'operation',
+        at: 0,
+        operationId: 'op1',
+        kind: 'upgrade',
+        target: 'web',
+        phase: 'failed',
+        error: { code: 'X', message: NASTY },
+      },
+    ] as const) {
+      const text = formatEvent(e);
+      expect(text).not.toMatch(RAW_CONTROL);
+      expect(text).toContain('pwned\\x07\\rspcd: all healthy\\nforged line');
+    }
     const plan = formatPlan({
       items: [
         {
