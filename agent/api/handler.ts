@@ -68,7 +68,16 @@ export function createApiHandler(deps: ApiHandlerDeps): ApiHandler {
 
     const { route, params } = matched;
     const audit: { target?: string; operationId?: string } = {};
-    const uid = route.mutating ? peerUid(req.socket).catch(() => null) : null;
+    // the caller's uid (for the audit line) costs a process spawn: asked only once the whole request
+    // arrived, so a client that trickles or never finishes its body cannot make spcd spawn for it
+    let uid: Promise<number | null> | null = null;
+    if (route.mutating) {
+      const lookup = (): void => {
+        uid ??= peerUid(req.socket).catch(() => null);
+      };
+      if (req.complete) lookup();
+      else req.once('end', lookup);
+    }
     const ctx: RouteContext = {
       req,
       res,

@@ -8,8 +8,13 @@ export interface ApiLimits {
   readonly headersTimeoutMs: number;
   /** Time allowed to receive a whole request (node's server.requestTimeout); streamed responses are not cut by it. */
   readonly requestTimeoutMs: number;
-  /** Concurrent connections (node's server.maxConnections); more are refused by closing them. */
+  /**
+   * Concurrent connections. At the cap a new connection takes the slot of the oldest one that is not
+   * being served (still sending its request, or idle); when there is none it is closed (api/connections.ts).
+   */
   readonly maxConnections: number;
+  /** A new connection cannot be evicted for this long: time enough to send its request. */
+  readonly connectionGraceMs: number;
   /** Deepest JSON nesting accepted in a request body. */
   readonly jsonDepth: number;
   /** Heartbeat period on /v1/events. */
@@ -23,6 +28,7 @@ export const DEFAULT_LIMITS: ApiLimits = {
   headersTimeoutMs: 5_000,
   requestTimeoutMs: 30_000,
   maxConnections: 64,
+  connectionGraceMs: 250,
   jsonDepth: 32,
   heartbeatMs: 15_000,
   streamBacklogBytes: 1024 * 1024,

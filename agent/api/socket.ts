@@ -16,6 +16,7 @@ import { dirname, join } from 'node:path';
 import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ApiHandler } from './handler.js';
+import { guardConnections, type ConnectionCounts } from './connections.js';
 import { sendError } from './http-out.js';
 import { compileLimits, type ApiLimits } from './limits.js';
 
@@ -34,6 +35,8 @@ export interface ListenUnixOptions {
 export interface ApiServer {
   readonly socketPath: string;
   readonly server: Server;
+  /** Open connection slots, and how many were evicted or refused at the cap. */
+  connections(): ConnectionCounts;
   close(): Promise<void>;
 }
 
@@ -48,7 +51,7 @@ export async function listenUnix(handler: ApiHandler, opts: ListenUnixOptions): 
   await ensureDir(dir, dirMode, uid, gid);
   await clearStale(opts.socketPath);
 
-  const server = makeServer(handler, limits);
+  const { server, connections } = makeServer(handler, limits);
   const tmp = join(dir, `.spcd-${process.pid}-${randomBytes(4).toString('hex')}.sock`);
   await listenTight(server, tmp);
   try {
@@ -81,6 +84,7 @@ export async function listenUnix(handler: ApiHandler, opts: ListenUnixOptions): 
   return {
     socketPath: opts.socketPath,
     server,
+    connections,
     async close() {
       await closeServer(server);
       // remove the path only if it is still ours
@@ -104,7 +108,7 @@ export async function listenMetricsTcp(
       sendError(res, new SpcdError('METHOD_NOT_ALLOWED', 'only GET /metrics', { allow: ['GET'] }), true);
     } else handler(req, res);
   };
-  const server = makeServer(metricsOnly, limits);
+  const { server } = makeServer(metricsOnly, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.host, () => {
@@ -117,7 +121,11 @@ export async function listenMetricsTcp(
   return { server, port, close: () => closeServer(server) };
 }
 
-export function makeServer(handler: ApiHandler, limits: ApiLimits): Server {
+/** The HTTP server with our limits, and a live view of its connection slots. */
+export function makeServer(
+  handler: ApiHandler,
+  limits: ApiLimits,
+): { server: Server; connections: () => ConnectionCounts } {
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -129,9 +137,13 @@ export function makeServer(handler: ApiHandler, limits: ApiLimits): Server {
     },
     handler as (req: IncomingMessage, res: ServerResponse) => void,
   );
-  server.maxConnections = limits.maxConnections;
+  // the cap is ours, not server.maxConnections: at the cap a new client takes a slow or idle client's slot
+  const connections = guardConnections(server, {
+    maxConnections: limits.maxConnections,
+    graceMs: limits.connectionGraceMs,
+  });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => answerClientError(err, socket));
-  return server;
+  return { server, connections };
 }
 
 /** Node's parser rejected the request (bad request line, conflicting framing, timeouts): answer in our shape, close. */

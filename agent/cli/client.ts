@@ -15,16 +15,39 @@ export interface OpenStream {
   close(): void;
 }
 
+/** How often a GET is tried again after its connection was reset before any answer. */
+export const RESET_RETRIES = 3;
+
+/** The connection was closed before any answer arrived (nothing of the request was acted on for a GET). */
+class ResetBeforeAnswer extends CliError {
+  constructor(message: string) {
+    super(message, EXIT.UNREACHABLE);
+  }
+}
+
 export class ApiClient {
   constructor(
     readonly socketPath: string,
     private readonly timeoutMs = 30_000,
   ) {}
 
-  /** A JSON request; a non-2xx answer throws CliError with the daemon's code and message. */
+  /**
+   * A JSON request; a non-2xx answer throws CliError with the daemon's code and message. A GET whose
+   * connection is reset before any answer (spcd at its connection cap with no slot to free) is tried
+   * again, up to RESET_RETRIES times; a POST never is (it may have been acted on).
+   */
   async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<ApiAnswer<T>> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const res = await this.open(method, path, payload, this.timeoutMs);
+    let res: IncomingMessage;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        res = await this.open(method, path, payload, this.timeoutMs);
+        break;
+      } catch (err) {
+        if (!(err instanceof ResetBeforeAnswer) || method !== 'GET' || attempt >= RESET_RETRIES) throw err;
+        await new Promise((r) => setTimeout(r, 50 * (attempt + 1)));
+      }
+    }
     const text = await readAll(res);
     const status = res.statusCode ?? 0;
     if (status < 200 || status >= 300) throw this.answerError(status, text);
@@ -77,9 +100,12 @@ export class ApiClient {
           ),
         );
       }
-      req.on('error', (err: NodeJS.ErrnoException) =>
-        reject(err instanceof CliError ? err : this.connectError(err)),
-      );
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (err instanceof CliError) reject(err);
+        else if (err.code === 'ECONNRESET' || err.code === 'EPIPE') {
+          reject(new ResetBeforeAnswer(`spcd closed the connection before answering ${method} ${path}`));
+        } else reject(this.connectError(err));
+      });
       req.end(payload);
     });
   }

@@ -8,8 +8,11 @@ import type {
   StatusDocument,
 } from '../api/types.js';
 import type { SpcdEvent } from '../model/events.js';
+import { escapeControl } from '../model/text.js';
 
-export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+/** Every cell is shown escaped (names, images, messages and outputs are user or container text). */
+export function table(headers: readonly string[], cells: readonly (readonly string[])[]): string {
+  const rows = cells.map((r) => r.map((c) => escapeControl(c)));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]): string =>
     cells
@@ -38,8 +41,9 @@ function lastError(c: ContainerStatus): string {
   return c.untouched ? `left as it is: ${oneLine(c.untouched, 60)}` : '-';
 }
 
+/** The first non-blank line, control characters escaped, cut at max characters. */
 export function oneLine(text: string, max: number): string {
-  const first = (text.split('\n').find((l) => l.trim() !== '') ?? '').trim();
+  const first = escapeControl((text.split('\n').find((l) => l.trim() !== '') ?? '').trim());
   return first.length > max ? first.slice(0, max - 1) + '…' : first;
 }
 
@@ -49,7 +53,7 @@ export function formatStatus(doc: StatusDocument): string {
     : `UNAVAILABLE${doc.engine.reason ? ` (${doc.engine.reason})` : ''}`;
   const lost = doc.stateRecovery;
   const head =
-    `spcd ${doc.version}  instance ${doc.instance}  engine ${engine}\n` +
+    `${escapeControl(`spcd ${doc.version}  instance ${doc.instance}  engine ${engine}`)}\n` +
     (lost
       ? `STATE RECOVERED at ${lost.at}: ${oneLine(lost.reason, 100)}; old file kept at ${lost.movedTo ?? '(could not be moved)'}; rebuilt from labels: ${lost.rebuilt.join(', ') || '-'}${lost.rebuildError ? ` (not yet written: ${oneLine(lost.rebuildError, 60)})` : ''}\n`
       : '');
@@ -96,7 +100,7 @@ export function formatPs(containers: readonly ContainerStatus[]): string {
 }
 
 export function formatHealth(h: ContainerHealthView): string {
-  const head = `${h.name}: ${h.status}${h.dockerHealth ? `  (docker HEALTHCHECK: ${h.dockerHealth})` : ''}\n`;
+  const head = `${escapeControl(`${h.name}: ${h.status}${h.dockerHealth ? `  (docker HEALTHCHECK: ${h.dockerHealth})` : ''}`)}\n`;
   if (h.checks.length === 0) return head + 'no checks defined\n';
   const rows = h.checks.map((c) => {
     const last = c.history[c.history.length - 1];
@@ -116,7 +120,7 @@ export function formatHealth(h: ContainerHealthView): string {
 }
 
 export function formatGenerations(name: string, gens: readonly GenerationView[]): string {
-  if (gens.length === 0) return `${name}: no generations yet\n`;
+  if (gens.length === 0) return `${escapeControl(name)}: no generations yet\n`;
   return table(
     ['GEN', 'OUTCOME', 'IMAGE', 'DIGEST', 'CREATED', 'REASON'],
     gens.map((g) => [
@@ -141,8 +145,9 @@ export function formatPlan(plan: PlanView): string {
         );
   for (const i of changes)
     for (const d of i.fileDiffs ?? [])
-      out += `\n--- ${i.container}: ${d.file}\n${d.diff.endsWith('\n') ? d.diff : d.diff + '\n'}`;
-  if (plan.problems.length > 0) out += `\nproblems:\n${plan.problems.map((p) => `  ${p}`).join('\n')}\n`;
+      out += `\n--- ${escapeControl(`${i.container}: ${d.file}`)}\n${escapeControl(d.diff.endsWith('\n') ? d.diff : d.diff + '\n', { keepLines: true })}`;
+  if (plan.problems.length > 0)
+    out += `\nproblems:\n${plan.problems.map((p) => `  ${escapeControl(p)}`).join('\n')}\n`;
   return out;
 }
 
@@ -150,8 +155,12 @@ function clock(at: number): string {
   return new Date(at).toISOString().slice(11, 23);
 }
 
-/** One line per event, for `spcctl events` and plain progress. */
+/** One line per event, for `spcctl events` and plain progress; never more than one line. */
 export function formatEvent(e: SpcdEvent): string {
+  return escapeControl(eventText(e));
+}
+
+function eventText(e: SpcdEvent): string {
   const t = clock(e.at);
   switch (e.type) {
     case 'state':

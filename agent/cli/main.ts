@@ -4,6 +4,7 @@ import { parse, usageText } from './args.js';
 import { ApiClient, DEFAULT_SOCKET } from './client.js';
 import { COMMAND_TABLE, type CommandContext } from './commands.js';
 import { CliError, EXIT } from './exit.js';
+import { escapeControl } from '../model/text.js';
 
 export { EXIT } from './exit.js';
 
@@ -37,10 +38,10 @@ export async function runCli(argv: string[], io: CliStreams): Promise<number> {
     return await command(ctx);
   } catch (e) {
     if (e instanceof CliError) {
-      err.write(`spcctl: ${e.message}\n`);
+      err.write(`spcctl: ${escapeControl(e.message)}\n`);
       return e.exitCode;
     }
-    err.write(`spcctl: ${e instanceof Error ? e.message : String(e)}\n`);
+    err.write(`spcctl: ${escapeControl(e instanceof Error ? e.message : String(e))}\n`);
     return EXIT.FAILED;
   }
 }

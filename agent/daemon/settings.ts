@@ -1,7 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { SpcdError } from '../errors.js';
-import { parseDuration } from '../model/units.js';
+import { formatMs, MAX_DURATION_MS, parseDuration } from '../model/units.js';
 
 /** The daemon's settings, compiled once from flags and environment (flags win). */
 export interface Settings {
@@ -152,6 +152,13 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
         flag: k,
         value: v,
       });
+    }
+    if (ms > MAX_DURATION_MS) {
+      throw new SpcdError(
+        'SETTINGS_INVALID',
+        `--${k}: '${v}' is longer than the ${formatMs(MAX_DURATION_MS)} maximum`,
+        { flag: k, value: v, maxMs: MAX_DURATION_MS },
+      );
     }
     return ms;
   };

@@ -6,6 +6,7 @@ import type { GenerationRecord } from '../state/store.js';
 import type { LogEngine } from '../engine/types.js';
 import type { ExecutorDeps, PreparedExtras } from './ports.js';
 import { removeTaskOrphans } from './task-orphans.js';
+import { escapeControl } from '../model/text.js';
 
 const OUTPUT_TAIL = 64 * 1024;
 
@@ -98,5 +99,6 @@ async function collectOutput(logs: LogEngine, id: string): Promise<string> {
       .catch(() => resolve());
   });
   const text = lines.join('\n');
-  return text.length > OUTPUT_TAIL ? text.slice(-OUTPUT_TAIL) : text;
+  // container-controlled text: escaped before it reaches state, errors, events or a terminal
+  return escapeControl(text.length > OUTPUT_TAIL ? text.slice(-OUTPUT_TAIL) : text, { keepLines: true });
 }

@@ -10,6 +10,7 @@ import type { Clock } from '../model/clock.js';
 import type { CheckSpec } from '../model/spec.js';
 import type { Schedule } from './schedule.js';
 import type { CheckSnapshot, CheckStatus, HealthResult, ProbeFn, ProbeOutcome } from './types.js';
+import { escapeControl } from '../model/text.js';
 
 /** How long past its timeout a probe may take before the worker gives up on it. */
 export const PROBE_GRACE_MS = 2_000;
@@ -236,7 +237,8 @@ export class CheckWorker {
       exitCode: out.exitCode,
       timedOut: out.timedOut,
       durationMs: out.durationMs ?? now - startedAt,
-      output: out.output,
+      // container-controlled text: escaped once here, so status, events, logs and the CLI never carry raw controls
+      output: escapeControl(out.output, { keepLines: true }),
       counted: countable,
       ...(out.inconclusive !== undefined ? { error: out.inconclusive } : {}),
     };

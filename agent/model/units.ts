@@ -14,6 +14,13 @@ const SIZE_UNITS: Record<string, number> = {
   gb: 1024 ** 3,
 };
 
+/**
+ * The longest duration any setting or definition field accepts: 24 hours.
+ * Node runs a timer longer than 2^31-1 ms (about 24.8 days) after 1 ms, so
+ * every value that reaches a timer must stay well below that, sums included.
+ */
+export const MAX_DURATION_MS = 24 * 3_600_000;
+
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 export function parseSize(value: unknown): number | undefined {
@@ -36,4 +43,12 @@ export function parseDuration(value: unknown): number | undefined {
   const mult = DURATION_UNITS[m[2] ?? 'ms'] ?? 1;
   const ms = Math.round(Number(m[1]) * mult);
   return Number.isSafeInteger(ms) ? ms : undefined;
+}
+
+/** 86400000 -> "24h", 90000 -> "90s", 1500 -> "1500ms". */
+export function formatMs(ms: number): string {
+  if (ms > 0 && ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms > 0 && ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms > 0 && ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
 }

@@ -6,13 +6,13 @@ import type {
   ContainerSpec,
   IpcMode,
   PidMode,
-  Ulimit,
   UtsMode,
 } from '../model/spec.js';
 import { RESERVED_LABEL_PREFIX } from '../model/labels.js';
 import { CHECK_NAME, validateCheck, type CheckLibrary } from './check.js';
+import { readSysctls, readUlimits } from './kernel-params.js';
 import { readMounts } from './mounts.js';
-import { byKey, type Reader } from './read.js';
+import type { Reader } from './read.js';
 import type { Where } from './where.js';
 
 /** One container definition (after overrides were merged into it) -> ContainerSpec. */
@@ -114,31 +114,11 @@ export const CAPABILITIES: ReadonlySet<string> = new Set([
   'WAKE_ALARM',
 ]);
 
-export const ULIMIT_NAMES: readonly string[] = [
-  'as',
-  'core',
-  'cpu',
-  'data',
-  'fsize',
-  'locks',
-  'memlock',
-  'msgqueue',
-  'nice',
-  'nofile',
-  'nproc',
-  'rss',
-  'rtprio',
-  'rttime',
-  'sigpending',
-  'stack',
-];
-
 const IMAGE =
   /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
 const USER = /^[A-Za-z0-9_.-]+(?::[A-Za-z0-9_.-]+)?$/;
 const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const SYSCTL_KEY = /^[a-z0-9_]+(?:\.[A-Za-z0-9_-]+)+$/;
 const LABEL_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/;
 const SIGNAL = /^SIG[A-Z0-9+-]+$/;
 const OWNER = /^[a-z_][a-z0-9_-]*(?::[a-z_][a-z0-9_-]*)?$/;
@@ -180,7 +160,11 @@ export function validateContainer(
   const workingDir = opt('working_dir', (v, w) => r.absPath(v, w));
   const environment =
     opt('environment', (v, w) =>
-      r.textMap(v, w, { pattern: ENV_KEY, what: 'an environment variable name ([A-Za-z_][A-Za-z0-9_]*)' }),
+      r.textMap(v, w, {
+        pattern: ENV_KEY,
+        what: 'an environment variable name ([A-Za-z_][A-Za-z0-9_]*)',
+        lineSafe: true,
+      }),
     ) ?? {};
   const privileged = opt('privileged', (v, w) => r.boolean(v, w)) ?? CONTAINER_DEFAULTS.privileged;
   const pid = opt('pid', (v, w) => r.oneOf(v, w, ['host', 'private'] as const)) ?? CONTAINER_DEFAULTS.pid;
@@ -195,10 +179,7 @@ export function validateContainer(
   const capDrop = opt('cap_drop', (v, w) => readCaps(r, v, w)) ?? [];
   const securityOpt = opt('security_opt', (v, w) => r.strings(v, w)) ?? [];
   const ulimits = opt('ulimits', (v, w) => readUlimits(r, v, w)) ?? [];
-  const sysctls =
-    opt('sysctls', (v, w) =>
-      r.textMap(v, w, { pattern: SYSCTL_KEY, what: 'a sysctl name (e.g. net.ipv4.ip_forward)' }),
-    ) ?? {};
+  const sysctls = opt('sysctls', (v, w) => readSysctls(r, v, w, { network, ipc, uts })) ?? {};
   const memoryBytes = opt('memory', (v, w) => r.size(v, w, MIN_MEMORY));
   const shmSizeBytes = opt('shm_size', (v, w) => r.size(v, w, 1));
   const init = opt('init', (v, w) => r.boolean(v, w)) ?? CONTAINER_DEFAULTS.init;
@@ -294,49 +275,6 @@ function readCaps(r: Reader, v: unknown, w: Where): string[] | undefined {
     } else out.add(name);
   });
   return ok ? [...out].sort() : undefined;
-}
-
-function readUlimits(r: Reader, v: unknown, w: Where): Ulimit[] | undefined {
-  const m = r.mapping(v, w);
-  if (!m) return undefined;
-  const out: Ulimit[] = [];
-  let ok = true;
-  for (const name of Object.keys(m)) {
-    const lw = r.child(m, name, w);
-    if (!ULIMIT_NAMES.includes(name)) {
-      r.fail(lw, `unknown ulimit "${name}" (allowed: ${ULIMIT_NAMES.join(', ')})`);
-      ok = false;
-      continue;
-    }
-    const value = m[name];
-    let soft: number | undefined;
-    let hard: number | undefined;
-    if (typeof value === 'number') {
-      soft = hard = r.integer(value, lw, -1, Number.MAX_SAFE_INTEGER);
-    } else {
-      const lm = r.mapping(value, lw, ['soft', 'hard']);
-      if (!lm) {
-        ok = false;
-        continue;
-      }
-      if (lm.soft === undefined || lm.hard === undefined) r.fail(lw, 'needs both soft and hard');
-      else {
-        soft = r.integer(lm.soft, r.child(lm, 'soft', lw), -1, Number.MAX_SAFE_INTEGER);
-        hard = r.integer(lm.hard, r.child(lm, 'hard', lw), -1, Number.MAX_SAFE_INTEGER);
-      }
-    }
-    if (soft === undefined || hard === undefined) {
-      ok = false;
-      continue;
-    }
-    if (hard !== -1 && (soft === -1 || soft > hard)) {
-      r.fail(lw, `soft limit ${soft} is above hard limit ${hard} (-1 means unlimited)`);
-      ok = false;
-      continue;
-    }
-    out.push({ name, soft, hard });
-  }
-  return ok ? out.sort(byKey((u) => u.name)) : undefined;
 }
 
 function readDependsOn(r: Reader, v: unknown, w: Where, ctx: ContainerContext): string[] | undefined {

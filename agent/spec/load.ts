@@ -1,5 +1,6 @@
-import { open, readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { constants } from 'node:fs';
+import { open, readdir, realpath, stat } from 'node:fs/promises';
+import { isAbsolute, join, relative } from 'node:path';
 import { SpcdError, type ErrorCode } from '../errors.js';
 import type { DesiredState, SetSpec } from '../model/spec.js';
 import { CHECK_NAME, validateTemplate, type CheckLibrary, type CheckTemplate } from './check.js';
@@ -8,7 +9,14 @@ import { formatProblem, Problems, type SpecProblem } from './problems.js';
 import { Reader } from './read.js';
 import { validateSetFile, type SetContext } from './set.js';
 import { Locator, type Where } from './where.js';
-import { parseYaml, YamlProblem } from './yaml.js';
+import {
+  DEFAULT_YAML_LIMITS,
+  parseYaml,
+  YamlBudget,
+  YamlBudgetExceeded,
+  YamlProblem,
+  type YamlLimits,
+} from './yaml.js';
 
 export { formatProblem, type SpecProblem };
 
@@ -21,6 +29,8 @@ export interface LoadOptions {
   checkLibraryFile?: string;
   /** Per-file size cap, checked with stat before reading. Default 1 MiB. */
   maxFileBytes?: number;
+  /** Budget of one load across all its files (total bytes, YAML nodes, depth); defaults in DEFAULT_YAML_LIMITS. */
+  yamlLimits?: Partial<YamlLimits>;
 }
 
 export const DEFAULT_MAX_FILE_BYTES = 1024 * 1024;
@@ -50,17 +60,20 @@ export async function validateDir(
   const problems = new Problems();
   const loc = new Locator();
   const r = new Reader(loc, problems);
+  const budget = new YamlBudget({ ...DEFAULT_YAML_LIMITS, ...opts.yamlLimits });
+  const read = (file: string, within?: string): Promise<ReadResult> =>
+    readYamlFile({ file, maxBytes, loc, problems, budget, ...(within !== undefined ? { within } : {}) });
 
   let library: CheckLibrary | undefined;
   if (opts.checkLibraryFile !== undefined) {
-    const raw = await readYamlFile(opts.checkLibraryFile, maxBytes, loc, problems);
+    const raw = await read(opts.checkLibraryFile);
     if (raw.ok) library = readLibrary(r.withCode('CHECK_INVALID'), raw.value, opts.checkLibraryFile);
   }
 
   let overrides: Overrides | undefined;
   let overridesOk = true;
   if (opts.overridesFile !== undefined) {
-    const raw = await readYamlFile(opts.overridesFile, maxBytes, loc, problems);
+    const raw = await read(opts.overridesFile);
     overrides = raw.ok ? readOverrides(r, raw.value, opts.overridesFile) : undefined;
     overridesOk = overrides !== undefined;
   }
@@ -70,8 +83,10 @@ export async function validateDir(
   const sets: SetSpec[] = [];
   const setNames = new Map<string, string>();
   let allParsed = files !== undefined;
+  const setsDirReal = files === undefined ? undefined : await realpath(opts.setsDir).catch(() => undefined);
   for (const file of files ?? []) {
-    const raw = await readYamlFile(file, maxBytes, loc, problems);
+    // a set file may be a symlink only to a file inside the sets directory
+    const raw = await read(file, setsDirReal ?? opts.setsDir);
     if (!raw.ok) {
       allParsed = false;
       continue;
@@ -153,17 +168,43 @@ async function listSetFiles(dir: string, problems: Problems): Promise<string[] |
 
 type ReadResult = { ok: true; value: unknown } | { ok: false };
 
-/** stat (size cap) -> read -> parse; every failure becomes a problem. */
-async function readYamlFile(
-  file: string,
-  maxBytes: number,
-  loc: Locator,
-  problems: Problems,
-): Promise<ReadResult> {
+interface ReadRequest {
+  readonly file: string;
+  readonly maxBytes: number;
+  readonly loc: Locator;
+  readonly problems: Problems;
+  readonly budget: YamlBudget;
+  /** When set, the file (after following symlinks) must lie inside this directory. */
+  readonly within?: string;
+}
+
+/** Where a symlink leads, when that is outside `dir`: such a file is refused unread, so its lines are never echoed. */
+async function resolveWithin(file: string, dir: string): Promise<{ real: string; outside: boolean }> {
+  const real = await realpath(file);
+  const rel = relative(dir, real);
+  return { real, outside: rel === '' || rel.startsWith('..') || isAbsolute(rel) };
+}
+
+/** (symlink check) -> stat (size cap, load budget) -> read -> parse (node budget); every failure becomes a problem. */
+async function readYamlFile(req: ReadRequest): Promise<ReadResult> {
+  const { file, maxBytes, loc, problems, budget } = req;
   const where = (line = 0): Where => ({ file, line, path: '' });
   let text: string;
   try {
-    const st = await stat(file);
+    let path = file;
+    if (req.within !== undefined) {
+      const target = await resolveWithin(file, req.within);
+      if (target.outside) {
+        problems.add(
+          where(),
+          `is a symbolic link to a file outside ${req.within}; refused without reading it`,
+          'SPEC_IO',
+        );
+        return { ok: false };
+      }
+      path = target.real;
+    }
+    const st = await stat(path);
     if (!st.isFile()) {
       problems.add(where(), 'is not a regular file', 'SPEC_IO');
       return { ok: false };
@@ -172,7 +213,12 @@ async function readYamlFile(
       problems.add(where(), `is ${st.size} bytes, larger than the ${maxBytes}-byte cap`, 'SPEC_TOO_LARGE');
       return { ok: false };
     }
-    text = await readCapped(file, maxBytes);
+    const overTotal = budget.takeBytes(st.size);
+    if (overTotal !== undefined) {
+      problems.add(where(), overTotal, 'SPEC_TOO_LARGE');
+      return { ok: false };
+    }
+    text = await readCapped(path, maxBytes, req.within !== undefined);
   } catch (err) {
     if (err instanceof SpcdError) {
       problems.add(where(), err.message, err.code);
@@ -182,8 +228,12 @@ async function readYamlFile(
     return { ok: false };
   }
   try {
-    return { ok: true, value: parseYaml(text, file, loc) };
+    return { ok: true, value: parseYaml(text, file, loc, budget) };
   } catch (err) {
+    if (err instanceof YamlBudgetExceeded) {
+      problems.add(where(err.line), err.message, 'SPEC_TOO_LARGE');
+      return { ok: false };
+    }
     if (err instanceof YamlProblem) {
       problems.add(where(err.line), `invalid YAML: ${err.message}`, 'SPEC_YAML');
       return { ok: false };
@@ -193,8 +243,9 @@ async function readYamlFile(
 }
 
 /** Reads at most maxBytes + 1 bytes, so a file that grew after stat is still refused. */
-async function readCapped(file: string, maxBytes: number): Promise<string> {
-  const fh = await open(file, 'r');
+async function readCapped(file: string, maxBytes: number, noFollow: boolean): Promise<string> {
+  // the resolved path is opened without following a link swapped in since the check
+  const fh = await open(file, noFollow ? constants.O_RDONLY | constants.O_NOFOLLOW : 'r');
   try {
     const buf = Buffer.alloc(maxBytes + 1);
     let total = 0;

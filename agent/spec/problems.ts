@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../errors.js';
+import { escapeControl } from '../model/text.js';
 import type { Where } from './where.js';
 
 /** One thing wrong with the definitions, precise enough to fix without searching. */
@@ -12,10 +13,13 @@ export interface SpecProblem {
   readonly code: ErrorCode;
 }
 
-/** "container-sets/compute.yaml:12: containers.nova_libvirt.pid: must be one of host, private" */
+/**
+ * "container-sets/compute.yaml:12: containers.nova_libvirt.pid: must be one of host, private".
+ * One line always: file names, keys and values are the user's text, so their control characters are escaped.
+ */
 export function formatProblem(p: SpecProblem): string {
   const at = p.line > 0 ? `${p.file}:${p.line}` : p.file;
-  return p.path ? `${at}: ${p.path}: ${p.message}` : `${at}: ${p.message}`;
+  return escapeControl(p.path ? `${at}: ${p.path}: ${p.message}` : `${at}: ${p.message}`);
 }
 
 /** Collects problems; validation goes on after a problem so one run reports them all. */

@@ -1,5 +1,5 @@
 import type { ErrorCode } from '../errors.js';
-import { parseDuration, parseSize } from '../model/units.js';
+import { formatMs, MAX_DURATION_MS, parseDuration, parseSize } from '../model/units.js';
 import type { Problems } from './problems.js';
 import type { Locator, Where } from './where.js';
 
@@ -197,8 +197,8 @@ export class Reader {
     return n;
   }
 
-  /** A duration: "500ms", "10s", "5m", "1h" or an integer of milliseconds. */
-  duration(value: unknown, where: Where, minMs: number): number | undefined {
+  /** A duration: "500ms", "10s", "5m", "1h" or an integer of milliseconds, at most MAX_DURATION_MS. */
+  duration(value: unknown, where: Where, minMs: number, maxMs: number = MAX_DURATION_MS): number | undefined {
     const n = parseDuration(value);
     if (n === undefined) {
       this.fail(where, `${show(value)} is not a duration (e.g. 500ms, 10s, 5m, 1h, or milliseconds)`);
@@ -206,6 +206,10 @@ export class Reader {
     }
     if (n < minMs) {
       this.fail(where, `${show(value)} must be at least ${minMs} ms`);
+      return undefined;
+    }
+    if (n > maxMs) {
+      this.fail(where, `${show(value)} must be at most ${formatMs(maxMs)} (${maxMs} ms)`);
       return undefined;
     }
     return n;
@@ -246,7 +250,13 @@ export class Reader {
   textMap(
     value: unknown,
     where: Where,
-    key: { pattern: RegExp; what: string; check?: (k: string) => string | undefined },
+    key: {
+      pattern: RegExp;
+      what: string;
+      check?: (k: string) => string | undefined;
+      /** Refuse values holding NUL, CR or LF (environment, sysctls: they end at a NUL and forge lines). */
+      lineSafe?: boolean;
+    },
   ): Record<string, string> | undefined {
     const m = this.mapping(value, where);
     if (!m) return undefined;
@@ -267,7 +277,10 @@ export class Reader {
       }
       const v = this.scalarText(m[k], w);
       if (v === undefined) ok = false;
-      else entries.push([k, v]);
+      else if (key.lineSafe && /[\0\r\n]/.test(v)) {
+        this.fail(w, 'must not contain NUL, carriage return or newline characters');
+        ok = false;
+      } else entries.push([k, v]);
     }
     return ok ? sortedRecord(entries) : undefined;
   }

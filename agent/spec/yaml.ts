@@ -9,6 +9,52 @@ import type { Locator } from './where.js';
  * becomes a huge value (CVE-2019-11253).
  */
 
+/**
+ * What one load (all set files, the overrides and the check library together)
+ * may parse: js-yaml has no node budget, and a file under the size cap can
+ * still expand to hundreds of MB of objects (nested flow sequences), so the
+ * listener counts nodes and depth as they open and stops the parse at once.
+ */
+export interface YamlLimits {
+  /** Nodes (mappings, sequences, keys, scalars) across all files of one load. */
+  readonly maxNodes: number;
+  /** Deepest nesting of collections in any one file. */
+  readonly maxDepth: number;
+  /** Bytes of YAML across all files of one load. */
+  readonly maxTotalBytes: number;
+}
+
+export const DEFAULT_YAML_LIMITS: YamlLimits = {
+  maxNodes: 50_000,
+  maxDepth: 40,
+  maxTotalBytes: 4 * 1024 * 1024,
+};
+
+/** The budget left in one load; shared by every parseYaml call of that load. */
+export class YamlBudget {
+  private nodes = 0;
+  private bytes = 0;
+
+  constructor(readonly limits: YamlLimits = DEFAULT_YAML_LIMITS) {}
+
+  /** Reserves `size` bytes for a file about to be read; a reason when it would pass the total. */
+  takeBytes(size: number): string | undefined {
+    if (this.bytes + size > this.limits.maxTotalBytes) {
+      return `would bring the definitions of this load to ${this.bytes + size} bytes, over the ${this.limits.maxTotalBytes}-byte total`;
+    }
+    this.bytes += size;
+    return undefined;
+  }
+
+  /** Counts one node; a reason when the load has used up its node budget. */
+  takeNode(): string | undefined {
+    if (++this.nodes > this.limits.maxNodes) {
+      return `holds more YAML nodes than the ${this.limits.maxNodes} allowed across the definitions of one load`;
+    }
+    return undefined;
+  }
+}
+
 export class YamlProblem extends Error {
   constructor(
     message: string,
@@ -17,6 +63,14 @@ export class YamlProblem extends Error {
   ) {
     super(message);
     this.name = 'YamlProblem';
+  }
+}
+
+/** The parse stopped because a budget ran out (not a syntax error): reported as SPEC_TOO_LARGE. */
+export class YamlBudgetExceeded extends YamlProblem {
+  constructor(message: string, line = 0) {
+    super(message, line);
+    this.name = 'YamlBudgetExceeded';
   }
 }
 
@@ -73,13 +127,28 @@ function isMapping(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-export function parseYaml(text: string, file: string, locator: Locator): unknown {
+export function parseYaml(
+  text: string,
+  file: string,
+  locator: Locator,
+  budget: YamlBudget = new YamlBudget(),
+): unknown {
   const starts = lineStarts(text);
   const stack: Frame[] = [];
   const roots: Child[] = [];
+  const maxDepth = budget.limits.maxDepth;
 
   const listener = (event: 'open' | 'close', state: ListenerState): void => {
     if (event === 'open') {
+      const over = budget.takeNode();
+      if (over !== undefined)
+        throw new YamlBudgetExceeded(over, lineAt(starts, skipBlank(text, state.position)));
+      if (stack.length >= maxDepth) {
+        throw new YamlBudgetExceeded(
+          `nests deeper than ${maxDepth} levels`,
+          lineAt(starts, skipBlank(text, state.position)),
+        );
+      }
       stack.push({ start: state.position, children: [] });
       return;
     }

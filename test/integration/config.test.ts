@@ -179,7 +179,7 @@ containers:
     network: none
     stop_grace_period: 1s
     bootstrap:
-      - { name: db_sync, command: [sh, -c, 'echo synced schema 42'], timeout: 20s }
+      - { name: db_sync, command: [sh, -c, 'printf "synced \\033[1mschema 42\\n"'], timeout: 20s }
   ${n('bad')}:
     image: spcd-demo/service:1
     command: [demo-service, sleep]
@@ -224,6 +224,7 @@ containers:
       >;
     };
     const okGen = state.containers[n('ok')]!.generations[0]!;
-    expect(okGen.bootstrap).toEqual([{ name: 'db_sync', exitCode: 0, output: 'synced schema 42' }]);
+    // container output is kept with its control characters escaped
+    expect(okGen.bootstrap).toEqual([{ name: 'db_sync', exitCode: 0, output: 'synced \\x1b[1mschema 42' }]);
   });
 });

@@ -57,7 +57,7 @@ export async function serveOnTempSocket(
 ): Promise<{ socketPath: string; server: Server; close: () => Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'spcd-api-'));
   const socketPath = join(dir, 'api.sock');
-  const server = makeServer(handler, compileLimits(limits));
+  const { server } = makeServer(handler, compileLimits(limits));
   await new Promise<void>((resolve) => server.listen(socketPath, resolve));
   return {
     socketPath,

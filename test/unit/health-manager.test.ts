@@ -267,6 +267,14 @@ describe('health workers', () => {
     expect(h[2]).toMatchObject({ exitCode: 4, ok: false, durationMs: 1, timedOut: false });
   });
 
+  it('stores container output with its control characters escaped (no ANSI or CR reaches status or a terminal)', async () => {
+    const env = setup();
+    env.mgr.watch(target([check()]));
+    await step(env, 0, { exitCode: 1, output: 'bad\x1b[2J\rspcd: healthy\nsecond\tline\u009b' });
+    const h = env.mgr.snapshot('nova_compute')?.checks[0]?.history ?? [];
+    expect(h.map((r) => r.output)).toEqual(['bad\\x1b[2J\\rspcd: healthy\nsecond\tline\\x9b']);
+  });
+
   it('does not probe a paused container, discards its in-flight result, and resumes', async () => {
     const env = setup();
     env.mgr.watch(target([check({ failureThreshold: 1 })]));

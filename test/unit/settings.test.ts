@@ -27,6 +27,11 @@ describe('daemon settings', () => {
 
   it.each([
     [['--relist-interval', 'soon'], /--relist-interval: 'soon' is not a duration/],
+    [['--gate-deadline', '600h'], /--gate-deadline: '600h' is longer than the 24h maximum/],
+    [
+      ['--pull-activity-timeout', '2147483648'],
+      /--pull-activity-timeout: '2147483648' is longer than the 24h/,
+    ],
     [['--instance', 'bad name'], /--instance: 'bad name' must match/],
     [['--metrics-listen', 'nowhere'], /--metrics-listen: 'nowhere' must be HOST:PORT/],
     [['--log-level', 'loud'], /--log-level: 'loud' is not a pino level/],
