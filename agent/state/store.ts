@@ -38,6 +38,18 @@ export interface ContainerRecord {
    * that container changes on disk (newer intent), see daemon/desired.ts.
    */
   pin?: { spec: ContainerSpec; definitionHash: string } | undefined;
+  /**
+   * The last upgrade target that failed and was rolled back. The reconciler
+   * does not retry it while the desired spec and config hashes are these;
+   * any commit clears it.
+   */
+  failedTarget?: FailedTarget | undefined;
+}
+
+export interface FailedTarget {
+  readonly specHash: string;
+  readonly configHash: string;
+  readonly generation: number;
 }
 
 interface StateFile {
@@ -138,6 +150,7 @@ export class StateStore {
       else if (g.outcome === 'current') g.outcome = 'superseded';
     }
     r.lastKnownGood = generation;
+    r.failedTarget = undefined;
     await this.flush();
   }
 
@@ -156,6 +169,11 @@ export class StateStore {
     const r = this.ensure(name);
     if (r.heldStopped === held) return;
     r.heldStopped = held;
+    await this.flush();
+  }
+
+  async setFailedTarget(name: string, target: FailedTarget | undefined): Promise<void> {
+    this.ensure(name).failedTarget = target;
     await this.flush();
   }
 
