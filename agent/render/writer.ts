@@ -268,36 +268,6 @@ export async function currentConfigHash(
   return version === undefined ? undefined : VERSION.exec(version)?.[1];
 }
 
-/** Swap `current` back to `previous` (and previous to the old current). False when there is no previous. */
-export async function restorePreviousConfig(
-  rootDir: string,
-  containerName: string,
-  opts: WriterOptions = {},
-): Promise<boolean> {
-  const fs = opts.fs ?? nodeWriterFs;
-  const suffix = opts.randomSuffix ?? defaultSuffix;
-  const dir = dirname(configDirPath(rootDir, containerName));
-  try {
-    const prev = await versionAt(fs, dir, PREVIOUS);
-    if (prev === undefined || !(await fs.lstat(join(dir, prev)))?.isDirectory) return false;
-    const cur = await versionAt(fs, dir, CURRENT);
-    await swapLink(fs, dir, CURRENT, prev, suffix());
-    if (cur) await swapLink(fs, dir, PREVIOUS, cur, suffix());
-    await fs.fsyncDir(dir);
-    return true;
-  } catch (err) {
-    if (err instanceof SpcdError) throw err;
-    throw new SpcdError(
-      'CONFIG_WRITE_FAILED',
-      `restoring the previous config of ${containerName}: ${errText(err)}`,
-      {
-        container: containerName,
-      },
-      { cause: err },
-    );
-  }
-}
-
 /**
  * Point `current` at the version rendered with `hash` (the config a rolled-back
  * generation ran with), and `previous` at what current was. Idempotent: when
