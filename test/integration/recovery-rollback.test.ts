@@ -3,6 +3,10 @@ import { SpcdError, isSpcdError } from '../../agent/errors.js';
 import type { ExecutorDeps } from '../../agent/executor/ports.js';
 import { recoverJournal } from '../../agent/executor/recover.js';
 import { upgradeContainer } from '../../agent/executor/upgrade.js';
+import { silentLogger } from '../../agent/log.js';
+import { systemClock } from '../../agent/model/clock.js';
+import { Reconciler } from '../../agent/reconciler/reconciler.js';
+import { waitFor } from '../support/wait.js';
 import { specHash } from '../../agent/model/hash.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
 import { cleanupInstance, docker } from '../support/docker.js';
@@ -36,14 +40,14 @@ stop_grace_period: 3s
 healthchecks:
   - { name: demo, exec: [demo-check], interval: 2s, timeout: 1s, failure_threshold: 1 }`;
 
-/** The harness's executor, with an engine whose stop of any container but `keep` passes its deadline. */
-function stuckStops(keep: string, graces: number[]): ExecutorDeps {
+/** The harness's executor, with an engine whose stop of any container but `keep` passes its deadline (while `stuck()`). */
+function stuckStops(keep: string, graces: number[], stuck: () => boolean = () => true): ExecutorDeps {
   const real = h.deps.engine;
   const engine = new Proxy(real, {
     get(target, prop, receiver) {
       if (prop === 'stop')
         return async (id: string, graceMs: number): Promise<void> => {
-          if (id === keep) return real.stop(id, graceMs);
+          if (id === keep || !stuck()) return real.stop(id, graceMs);
           graces.push(graceMs);
           throw new SpcdError('ENGINE_TIMEOUT', `stop ${id.slice(0, 12)} passed its deadline`);
         };
@@ -117,5 +121,58 @@ describe('a rollback whose stop passes its deadline', () => {
       .catch((e: unknown) => e);
     expect(isSpcdError(again, 'RECOVERY_QUARANTINED'), String(again)).toBe(true);
     expect((await h.instances(name)).map((o) => o.id)).toEqual([newId]);
+  });
+
+  it('in a running reconciler: the container is quarantined, its parked instance kept, and a reload finishes the undo', async () => {
+    const name = `${h.instance}-live`;
+    const spec = await h.spec(name, body('spcd-demo/service:1'));
+    const oldId = await h.createFirst(spec);
+    let stuck = true;
+    const exec = stuckStops(oldId, [], () => stuck);
+    const d = (s: ContainerSpec) => ({ spec: s, specHash: specHash(s), configHash: 'none' });
+    const r = new Reconciler({
+      engine: h.engine,
+      exec,
+      health: h.health,
+      events: h.events,
+      log: silentLogger(),
+      clock: systemClock,
+      instance: h.instance,
+      relistMs: 500,
+    });
+    await r.start([d(spec)]);
+    try {
+      r.setDesired([d({ ...spec, image: 'spcd-demo/service:unhealthy' })]);
+      const q = await waitFor('quarantined after its rollback failed', () => r.quarantine.get(name), {
+        timeoutMs: 30_000,
+      });
+      expect(q.reason).toMatch(/^ROLLBACK_FAILED/);
+      expect(h.seen.some((e) => e.type === 'state' && e.container === name && e.to === 'quarantined')).toBe(
+        true,
+      );
+      // Passes after the release leave it alone: the parked old instance is not removed as an extra one.
+      await waitFor('a pass that plans around the quarantine', () =>
+        r.currentPlan().waiting.some((w) => w.container === name && w.reason.startsWith('quarantined:')),
+      );
+      const mine = r
+        .currentPlan()
+        .steps.filter(
+          (x) => (x.kind === 'remove' ? x.observed.identity.container : x.desired.spec.name) === name,
+        );
+      expect(mine).toEqual([]);
+      expect((await h.instances(name)).map((o) => o.id)).toContain(oldId);
+      // The stuck process dies; the operator reverts the definition and reloads: the undo finishes.
+      stuck = false;
+      r.setDesired([d(spec)]);
+      // (The entry test 2 left, for another container, stays quarantined: it was never resolved.)
+      expect(await r.retryQuarantined()).toEqual([`${h.instance}-gone`]);
+      const all = await h.instances(name);
+      expect(all.map((o) => [o.id, o.name, o.state])).toEqual([[oldId, name, 'running']]);
+      expect(h.journalFiles()).toEqual([`${encodeURIComponent(`${h.instance}-gone`)}.json`]);
+    } finally {
+      await r.stop();
+      // stop() does not wait for a pass already listing; let it end before the health room closes.
+      await waitFor('no pass in flight', () => !(r as unknown as { passRunning: boolean }).passRunning);
+    }
   });
 });
