@@ -76,6 +76,11 @@ export const ERRORS = {
     status: 500,
     summary: 'An upgrade failed and so did its rollback; the container needs an operator.',
   },
+  RECOVERY_QUARANTINED: {
+    status: 409,
+    summary:
+      'A journal entry could not be finished or undone, or is malformed: spcd leaves that container alone until an operator clears it.',
+  },
   HEALTH_GATE_FAILED: { status: 500, summary: 'The new generation did not become healthy in time.' },
   VM_SAFETY_REFUSED: {
     status: 409,

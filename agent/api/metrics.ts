@@ -66,6 +66,7 @@ const STATES: readonly ContainerState[] = [
   'failed',
   'missing',
   'upgrading',
+  'quarantined',
   'unknown',
 ];
 const HEALTHS: readonly HealthState[] = ['healthy', 'unhealthy', 'starting', 'unknown', 'none'];

@@ -14,6 +14,7 @@ export type ContainerState =
   | 'failed' // spcd cannot make progress (e.g. bootstrap failed, image missing)
   | 'missing' // defined, not yet created
   | 'upgrading'
+  | 'quarantined' // its journal entry could not be finished or undone; left alone until an operator clears it
   | 'unknown'; // engine unavailable
 
 export type HealthState = 'healthy' | 'unhealthy' | 'starting' | 'unknown' | 'none';

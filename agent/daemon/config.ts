@@ -3,7 +3,7 @@ import { specHash } from '../model/hash.js';
 import type { ContainerSpec, DesiredState, SetSpec } from '../model/spec.js';
 import { Renderer, type RenderedConfig } from '../render/renderer.js';
 import { collectSecretValues, loadValueFile, mergeValues } from '../render/values.js';
-import { configDirPath, readCurrentConfig, restorePreviousConfig, writeConfigDir } from '../render/writer.js';
+import { configDirPath, readCurrentConfig, restoreConfigVersion, writeConfigDir } from '../render/writer.js';
 import { diffConfigs, type FileDiff } from '../render/diff.js';
 import { renderedFileMap } from '../render/renderer.js';
 import type { ConfigPort } from './preparer.js';
@@ -102,8 +102,7 @@ export class TemplateConfig implements ConfigPort {
     return new TemplateConfig(this.opts);
   }
 
-  async restore(spec: ContainerSpec): Promise<void> {
-    if (spec.config.length === 0) return;
-    await restorePreviousConfig(this.opts.configRoot, spec.name);
+  restore(name: string, configHash: string): Promise<boolean> {
+    return restoreConfigVersion(this.opts.configRoot, name, configHash, { log: this.opts.log });
   }
 }

@@ -166,10 +166,13 @@ export async function buildDaemon(
     reconciler.setDesired(desired);
     if (loadError) log.info('definitions read cleanly: applying them; the hold ends');
     loadError = undefined;
+    // A reload is also how an operator clears a quarantine (docs/upgrades.md): each is tried again.
+    const quarantined = await reconciler.retryQuarantined();
     events.publish({ type: 'reload', at: clock.now(), ok: true, detail: `${desired.length} containers` });
     return {
       containers: desired.length,
       changes: plan.steps.map((s) => ({ kind: s.kind, reason: s.reason })),
+      ...(quarantined.length > 0 ? { quarantined } : {}),
     };
   };
   const planView = async (): Promise<PlanView> => {

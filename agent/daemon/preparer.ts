@@ -9,14 +9,14 @@ export interface ConfigPort {
   hash(spec: ContainerSpec): string;
   /** Renders and switches the container's config dir; returns the host dir to mount. */
   write(spec: ContainerSpec): Promise<{ hostDir: string; hash: string }>;
-  /** Puts back the config the previous generation ran with (rollback). */
-  restore(spec: ContainerSpec): Promise<void>;
+  /** Points the config back at the version with this hash (rollback); false when it is gone. */
+  restore(name: string, configHash: string): Promise<boolean>;
 }
 
 export const NO_CONFIG: ConfigPort = {
   hash: () => 'none',
   write: () => Promise.resolve({ hostDir: '', hash: 'none' }),
-  restore: () => Promise.resolve(),
+  restore: () => Promise.resolve(true),
 };
 
 export const KOLLA_CONFIG_DIR = '/var/lib/kolla/config_files';
@@ -50,7 +50,8 @@ export class MountPreparer implements Preparer {
     return { extraBinds, extraEnv, configHash };
   }
 
-  restore(spec: ContainerSpec): Promise<void> {
-    return this.config.restore(spec);
+  restore(name: string, configHash: string): Promise<boolean> {
+    if (configHash === 'none') return Promise.resolve(true);
+    return this.config.restore(name, configHash);
   }
 }

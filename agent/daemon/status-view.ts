@@ -146,9 +146,11 @@ export class DaemonStatus implements StatusView {
     const rec = this.d.state.record(name);
     const gen = p ? this.d.state.generation(name, p.identity.generation) : undefined;
     const snap = this.d.health.snapshot(name);
+    const q = r.quarantine.get(name);
     let state: ContainerState;
     if (!r.engineStatus().available) state = 'unknown';
     else if (f.operation && !f.operation.startsWith('reconcile-')) state = 'upgrading';
+    else if (q) state = 'quarantined';
     else if (f.failed) state = 'failed';
     else if (!p) state = rec?.heldStopped ? 'stopped' : 'missing';
     else if (isRunning(p)) state = 'running';
@@ -170,11 +172,13 @@ export class DaemonStatus implements StatusView {
       dockerHealth: p?.dockerHealth ?? null,
       restartCount: f.restartCount,
       startedAt: p?.startedAt || null,
-      lastError: f.lastError
-        ? { code: f.lastError.code, message: f.lastError.message, at: iso(f.lastError.at) }
-        : f.failed
-          ? { code: 'FAILED', message: f.failed, at: iso(Date.now()) }
-          : null,
+      lastError: q
+        ? { code: 'RECOVERY_QUARANTINED', message: `${q.reason} (journal entry ${q.file})`, at: iso(q.at) }
+        : f.lastError
+          ? { code: f.lastError.code, message: f.lastError.message, at: iso(f.lastError.at) }
+          : f.failed
+            ? { code: 'FAILED', message: f.failed, at: iso(Date.now()) }
+            : null,
       specHash: desired?.specHash ?? '',
       configHash: desired?.configHash ?? 'none',
       operation: f.operation,

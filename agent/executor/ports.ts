@@ -33,8 +33,12 @@ export interface HealthGate {
 export interface Preparer {
   /** Binds and env to add at create, and the config hash it carries. */
   prepare(spec: ContainerSpec, generation: number): Promise<PreparedExtras>;
-  /** Undoes prepare() for a rolled-back generation (the previous config comes back). */
-  restore(spec: ContainerSpec): Promise<void>;
+  /**
+   * Points the container's config back at the version rendered with
+   * `configHash` (the one a rolled-back-to generation runs). Idempotent;
+   * false when that version is no longer kept. 'none' needs nothing.
+   */
+  restore(name: string, configHash: string): Promise<boolean>;
 }
 
 export interface PreparedExtras {

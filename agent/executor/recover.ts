@@ -1,33 +1,56 @@
-import { UPGRADE_STEPS } from '../state/journal.js';
+import { toSpcdError } from '../errors.js';
+import { UPGRADE_STEPS, type JournalEntry } from '../state/journal.js';
 import type { ExecutorDeps } from './ports.js';
-import { finish, undo } from './upgrade.js';
+import { finish, undo } from './undo.js';
 
 /**
- * On start, before the first reconcile: every journal entry left by a crash
- * is undone (the new generation never proved itself) or, once it passed its
- * gate, finished. Afterwards the journal is empty and exactly one instance of
- * each container is named and running.
+ * A journal entry recovery could not finish or undo, or a file that is no
+ * entry at all. Its file stays where it is; the container is left alone
+ * (nothing created, started, replaced or removed) until an operator clears it.
  */
-export async function recoverJournal(deps: ExecutorDeps): Promise<{ undone: string[]; finished: string[] }> {
-  const undone: string[] = [];
-  const finished: string[] = [];
-  for (const entry of await deps.journal.all()) {
-    const past = UPGRADE_STEPS.indexOf(entry.step) >= UPGRADE_STEPS.indexOf('committing');
-    deps.log.warn(
-      { container: entry.container, step: entry.step, generation: entry.toGeneration },
-      past ? 'finishing an interrupted upgrade' : 'undoing an interrupted upgrade',
-    );
-    if (past) {
-      await finish(deps, entry);
-      finished.push(entry.container);
-    } else {
-      await undo(deps, entry, `interrupted at step ${entry.step} by an spcd restart`);
-      undone.push(entry.container);
-    }
+export interface QuarantinedEntry {
+  readonly container: string;
+  readonly file: string;
+  readonly reason: string;
+  /** The entry as read; undefined when the file is malformed. */
+  readonly entry: JournalEntry | undefined;
+}
+
+export interface RecoveryReport {
+  readonly undone: string[];
+  readonly finished: string[];
+  readonly quarantined: QuarantinedEntry[];
+}
+
+/**
+ * On start, before the first reconcile, entry by entry: an entry left by a
+ * crash is undone (the new generation never proved itself) or, once it passed
+ * its gate, finished. One that cannot be (its old instance gone, an engine
+ * call that keeps failing, a malformed file) is quarantined and the others go
+ * on. Afterwards the journal holds only quarantined entries.
+ */
+export async function recoverJournal(deps: ExecutorDeps): Promise<RecoveryReport> {
+  const report: RecoveryReport = { undone: [], finished: [], quarantined: [] };
+  const { entries, malformed } = await deps.journal.scan();
+  for (const m of malformed) {
+    report.quarantined.push({
+      container: m.container,
+      file: m.file,
+      reason: `malformed journal entry: ${m.reason}`,
+      entry: undefined,
+    });
+  }
+  for (const entry of entries) {
+    const r = await recoverEntry(deps, entry);
+    if (typeof r === 'string') report[r].push(entry.container);
+    else report.quarantined.push(r);
   }
   // A generation allocated but never journaled (crash between allocate and create) would stay
-  // 'in-progress' in the history for ever otherwise; its number is burnt, never reused.
+  // 'in-progress' in the history for ever otherwise; its number is burnt, never reused. A
+  // quarantined container's transaction is unresolved: its record stays as it is.
+  const held = new Set(report.quarantined.map((q) => q.container));
   for (const name of deps.state.names()) {
+    if (held.has(name)) continue;
     for (const g of deps.state.record(name)?.generations ?? []) {
       if (g.outcome === 'in-progress')
         await deps.state.setOutcome(
@@ -38,5 +61,59 @@ export async function recoverJournal(deps: ExecutorDeps): Promise<{ undone: stri
         );
     }
   }
-  return { undone, finished };
+  return report;
+}
+
+/** Finishes or undoes one entry; the quarantine record when it cannot. */
+export async function recoverEntry(
+  deps: ExecutorDeps,
+  entry: JournalEntry,
+): Promise<'undone' | 'finished' | QuarantinedEntry> {
+  const past = UPGRADE_STEPS.indexOf(entry.step) >= UPGRADE_STEPS.indexOf('committing');
+  deps.log.warn(
+    { container: entry.container, step: entry.step, generation: entry.toGeneration },
+    past ? 'finishing an interrupted upgrade' : 'undoing an interrupted upgrade',
+  );
+  try {
+    if (past) {
+      await finish(deps, entry);
+      return 'finished';
+    }
+    await undo(deps, entry, `interrupted at step ${entry.step} by an spcd restart`);
+    return 'undone';
+  } catch (err) {
+    const e = toSpcdError(err);
+    return {
+      container: entry.container,
+      file: deps.journal.fileOf(entry.container),
+      reason: `${past ? 'finishing' : 'undoing'} the upgrade to generation ${entry.toGeneration} (step ${entry.step}) failed: ${e.code}: ${e.message}`,
+      entry,
+    };
+  }
+}
+
+/**
+ * Tries a quarantined container again (on reload): 'cleared' when its file
+ * is gone (the operator removed it) or the entry now finishes or undoes;
+ * else the quarantine record, with the reason as it stands now.
+ */
+export async function retryQuarantined(
+  deps: ExecutorDeps,
+  container: string,
+): Promise<'cleared' | QuarantinedEntry> {
+  const file = deps.journal.fileOf(container);
+  let entry: JournalEntry | undefined;
+  try {
+    entry = await deps.journal.read(container);
+  } catch (err) {
+    return {
+      container,
+      file,
+      reason: `malformed journal entry: ${toSpcdError(err).message}`,
+      entry: undefined,
+    };
+  }
+  if (!entry) return 'cleared';
+  const r = await recoverEntry(deps, entry);
+  return typeof r === 'string' ? 'cleared' : r;
 }

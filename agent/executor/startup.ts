@@ -51,7 +51,8 @@ async function rebuildState(
   };
   for (const o of observed) see(o.identity.container, o.identity.generation);
   for (const t of tasks) see(t.identity.container, t.identity.generation);
-  for (const e of await deps.journal.all().catch(() => [])) {
+  const journal = await deps.journal.scan().catch(() => ({ entries: [] }));
+  for (const e of journal.entries) {
     see(e.container, e.toGeneration);
     see(e.container, e.fromGeneration);
   }

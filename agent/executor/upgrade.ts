@@ -6,6 +6,7 @@ import { checkVmSafety } from './guard.js';
 import type { ExecutorDeps } from './ports.js';
 import { resolveImage, type PullPolicy } from './image.js';
 import { runBootstrap } from './bootstrap.js';
+import { finish, stopGraceOf, undo } from './undo.js';
 
 export interface UpgradeRequest {
   readonly operationId: string;
@@ -78,6 +79,9 @@ export async function upgradeContainer(deps: ExecutorDeps, req: UpgradeRequest):
   const old = req.current;
   const oldGen = old?.identity.generation ?? null;
 
+  // 0. An unresolved entry (a rollback that could not finish: quarantined) is never overwritten.
+  await refuseWhileJournaled(deps, name);
+
   // 1. Pull, outside the window. Nothing has changed yet if it fails.
   const pullStart = clock.now();
   step('pull', oldGen ?? 0, 'begin', req.spec.image);
@@ -144,8 +148,7 @@ export async function upgradeContainer(deps: ExecutorDeps, req: UpgradeRequest):
     await runBootstrap(deps, req.spec, identity, extras, req.operationId);
   } catch (err) {
     await state.setOutcome(name, N, 'failed', toSpcdError(err).message);
-    if (old && old.identity.configHash !== extras.configHash)
-      await deps.preparer.restore(req.spec).catch(() => undefined);
+    await restoreOldConfig(deps, name, old);
     throw err;
   }
   let entry: JournalEntry = { ...entryBase, newId: null, step: 'creating' };
@@ -168,6 +171,7 @@ export async function upgradeContainer(deps: ExecutorDeps, req: UpgradeRequest):
     });
   } catch (err) {
     await state.setOutcome(name, N, 'failed', toSpcdError(err).message);
+    await restoreOldConfig(deps, name, old);
     await journal.clear(name);
     step('create', N, 'failed', toSpcdError(err).message);
     throw err;
@@ -189,7 +193,7 @@ export async function upgradeContainer(deps: ExecutorDeps, req: UpgradeRequest):
       await begin('stopping-old', newId);
       step('stop-old', N, 'begin', old.id.slice(0, 12));
       stopAt = clock.now();
-      await engine.stop(old.id, old ? graceOf(deps, old, req.spec) : req.spec.stopGraceMs);
+      await engine.stop(old.id, stopGraceOf(deps, name, old.identity.generation, req.spec.stopGraceMs));
       step('stop-old', N, 'done');
       failpoint('upgrade.after-stop-old');
     }
@@ -232,6 +236,12 @@ export async function upgradeContainer(deps: ExecutorDeps, req: UpgradeRequest):
       );
     }
     step('rollback', N, 'done');
+    // The target failed on its own merits: the reconciler does not retry it until the definition changes.
+    await state.setFailedTarget(name, {
+      specHash: req.specHash,
+      configHash: extras.configHash,
+      generation: N,
+    });
     if (old) await rewatchOld(deps, name, old, req.spec).catch(() => deps.health.unwatch(name));
     throw new SpcdError(
       e.code === 'HEALTH_GATE_FAILED' ? 'HEALTH_GATE_FAILED' : 'UPGRADE_FAILED',
@@ -259,10 +269,6 @@ export async function upgradeContainer(deps: ExecutorDeps, req: UpgradeRequest):
     window: old ? { stopToRunningMs: runningAt - stopAt, stopToHealthyMs: healthyAt - stopAt } : null,
     warnings,
   };
-}
-
-function graceOf(_deps: ExecutorDeps, _old: ObservedContainer, spec: ContainerSpec): number {
-  return spec.stopGraceMs;
 }
 
 /**
@@ -362,42 +368,35 @@ async function rewatchOld(
   });
 }
 
-/** Puts the old generation back: the new one is stopped and removed, the old one named and running. */
-export async function undo(deps: ExecutorDeps, entry: JournalEntry, reason: string): Promise<void> {
-  const { engine, state, journal } = deps;
-  const name = entry.container;
-  if (entry.newId) {
-    const fresh = await engine.inspect(entry.newId);
-    if (fresh) {
-      if (isRunning(fresh)) await engine.stop(fresh.id, 10_000);
-      await engine.remove(fresh.id);
-    }
-  } else {
-    // Crashed inside create: the new container may exist under its staging (or final) name.
-    for (const c of await engine.listManaged(deps.instance)) {
-      if (c.identity.container === name && c.identity.generation === entry.toGeneration)
-        await engine.remove(c.id);
-    }
-  }
-  if (entry.oldId) {
-    const old = await engine.inspect(entry.oldId);
-    if (!old)
-      throw new SpcdError('ROLLBACK_FAILED', `the previous instance of ${name} is gone`, { container: name });
-    if (old.name !== name) await engine.rename(old.id, name);
-    if (!isRunning(old) || old.state === 'paused') await engine.start(old.id);
-  }
-  await state.setOutcome(name, entry.toGeneration, 'rolled-back', reason);
-  await journal.clear(name);
+/** Points the config back at what the old instance runs (bootstrap or create failed after prepare switched it). */
+async function restoreOldConfig(
+  deps: ExecutorDeps,
+  name: string,
+  old: ObservedContainer | undefined,
+): Promise<void> {
+  if (!old) return;
+  const restored = await deps.preparer.restore(name, old.identity.configHash).catch(() => false);
+  if (!restored)
+    deps.log.warn(
+      { container: name, configHash: old.identity.configHash },
+      'could not restore the previous config',
+    );
 }
 
-/** Completes a transaction whose new generation passed its gate. */
-export async function finish(deps: ExecutorDeps, entry: JournalEntry): Promise<void> {
-  const { engine, state, journal } = deps;
-  await state.commit(entry.container, entry.toGeneration);
-  if (entry.oldId) await engine.remove(entry.oldId);
-  if (entry.newId) {
-    const fresh = await engine.inspect(entry.newId);
-    if (fresh && fresh.name !== entry.container) await engine.rename(fresh.id, entry.container);
+/** RECOVERY_QUARANTINED when the container still has a journal entry (or an unreadable one). */
+async function refuseWhileJournaled(deps: ExecutorDeps, name: string): Promise<void> {
+  let pending: string | undefined;
+  try {
+    const e = await deps.journal.read(name);
+    if (e) pending = `step ${e.step} of operation ${e.operationId}`;
+  } catch (err) {
+    pending = toSpcdError(err).message;
   }
-  await journal.clear(entry.container);
+  if (pending === undefined) return;
+  const file = deps.journal.fileOf(name);
+  throw new SpcdError(
+    'RECOVERY_QUARANTINED',
+    `${name} has an unresolved journal entry (${pending}) in ${file}; clear the quarantine first (docs/upgrades.md)`,
+    { container: name, file },
+  );
 }

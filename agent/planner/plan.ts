@@ -1,12 +1,21 @@
 import { compareConfigHash, compareSpecHash, unknownSchemeReason } from '../model/hash-schemes.js';
 import { isRunning, type ObservedContainer } from '../model/observed.js';
-import { NO_FACTS, type DesiredContainer, type Plan, type RuntimeFacts, type Step } from './types.js';
+import {
+  NO_FACTS,
+  type DesiredContainer,
+  type JournalHold,
+  type Plan,
+  type RuntimeFacts,
+  type Step,
+} from './types.js';
 
 export interface PlanInput {
   readonly desired: readonly DesiredContainer[];
   readonly observed: readonly ObservedContainer[];
   readonly facts: ReadonlyMap<string, RuntimeFacts>;
   readonly now: number;
+  /** Containers with an unresolved journal entry (data read by the caller). */
+  readonly journal?: ReadonlyMap<string, JournalHold>;
 }
 
 /**
@@ -24,13 +33,19 @@ export function plan(input: PlanInput): Plan {
   const primaryOf = new Map<string, ObservedContainer | undefined>();
 
   for (const [name, list] of byName) primaryOf.set(name, pickPrimary(name, list));
+  // A quarantined container (unresolved journal entry) is left alone: see JournalHold.
+  const held = (name: string): boolean => {
+    const hold = input.journal?.get(name);
+    if (hold) waiting.push({ container: name, reason: hold.reason });
+    return hold !== undefined;
+  };
 
   // Definitions deleted: stop and remove what carries our labels, and only that.
   // A removal that failed (e.g. refused while VMs run) waits for its backoff.
   for (const [name, list] of byName) {
     if (desiredNames.has(name)) continue;
     const facts = input.facts.get(name) ?? NO_FACTS;
-    if (facts.busy) continue;
+    if (facts.busy || held(name)) continue;
     if (facts.nextAttemptAt > input.now) {
       wakeAt = min(wakeAt, facts.nextAttemptAt);
       waiting.push({ container: name, reason: 'removal waits for its backoff' });
@@ -48,7 +63,7 @@ export function plan(input: PlanInput): Plan {
   for (const d of input.desired) {
     const name = d.spec.name;
     const facts = input.facts.get(name) ?? NO_FACTS;
-    if (facts.busy) continue;
+    if (facts.busy || held(name)) continue;
     const list = byName.get(name) ?? [];
     const primary = primaryOf.get(name);
 
@@ -88,8 +103,17 @@ export function plan(input: PlanInput): Plan {
     // Labelled by a newer spcd: never replaced on a hash this spcd cannot read.
     // Starting it when it exits does not change it, so that still happens below.
     if (judged.kind === 'untouched') untouched.push({ container: name, reason: judged.reason });
-    if (judged.kind === 'changed') {
-      const changed = judged.reason;
+    let changed = judged.kind === 'changed' ? judged.reason : undefined;
+    const failed = facts.failedTarget;
+    if (changed && failed && failed.specHash === d.specHash && failed.configHash === d.configHash) {
+      // The same target failed its upgrade and was rolled back: keep the old one until the definition changes.
+      waiting.push({
+        container: name,
+        reason: `${changed}, but generation ${failed.generation} of this definition failed and was rolled back; waiting for a new definition`,
+      });
+      changed = undefined;
+    }
+    if (changed) {
       if (facts.heldStopped && !isRunning(primary)) {
         waiting.push({ container: name, reason: `stopped by operator (${changed} pending)` });
       } else if (depsDown.length > 0) {

@@ -18,6 +18,23 @@ export interface RuntimeFacts {
   readonly failed: boolean;
   /** Earliest time a restart may happen (backoff). */
   readonly nextAttemptAt: number;
+  /** The last upgrade target that failed and was rolled back: not retried while it is the desired one. */
+  readonly failedTarget?: {
+    readonly specHash: string;
+    readonly configHash: string;
+    readonly generation: number;
+  };
+}
+
+/**
+ * A container whose journal entry is unresolved (quarantined). The planner
+ * leaves all of its instances alone, so none that the entry references (the
+ * parked old one, the staged new one) is removed as an extra instance, and
+ * nothing is created, started or replaced for it; a malformed entry names no
+ * instance, which is why the hold is the whole container's.
+ */
+export interface JournalHold {
+  readonly reason: string;
 }
 
 export type Step =

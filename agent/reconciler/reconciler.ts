@@ -17,11 +17,12 @@ import type { ContainerEngine, EventEngine, EngineEvent, EventSubscription } fro
 import { plan, pickPrimary } from '../planner/plan.js';
 import type { DesiredContainer, Plan, RuntimeFacts, Step } from '../planner/types.js';
 import type { ExecutorDeps } from '../executor/ports.js';
-import { recoverJournal } from '../executor/recover.js';
+import { recoverJournal, retryQuarantined } from '../executor/recover.js';
 import { prepareStart } from '../executor/startup.js';
 import { createContainer, removeContainer, startContainer } from '../executor/simple.js';
 import { upgradeContainer } from '../executor/upgrade.js';
 import type { HealthAction, WatchTarget } from '../health/types.js';
+import { QuarantineBook } from './quarantine.js';
 
 export type Lifecycle = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -115,9 +116,12 @@ export class Reconciler {
   /** When set, nothing new is created (a blocking preflight failure); running containers are still kept. */
   private createBlock: string | null = null;
   private hold: Hold | null = null;
+  /** Containers whose journal entry is unresolved: left alone until an operator clears them. */
+  readonly quarantine: QuarantineBook;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.backoff = deps.backoff ?? DEFAULT_BACKOFF;
+    this.quarantine = new QuarantineBook(deps);
   }
 
   get state(): Lifecycle {
@@ -133,8 +137,14 @@ export class Reconciler {
     this.unsubscribeHealth = this.deps.health.onAction((a) => this.onHealthAction(a));
     await this.waitForEngine();
     await prepareStart(this.deps.exec, desired);
+    // Entry by entry: one that cannot be finished or undone is quarantined, the others go on.
     const rec = await recoverJournal(this.deps.exec);
-    if (rec.undone.length || rec.finished.length) this.deps.log.warn(rec, 'journal recovery done');
+    for (const q of rec.quarantined) this.quarantine.add(q);
+    if (rec.undone.length || rec.finished.length || rec.quarantined.length)
+      this.deps.log.warn(
+        { undone: rec.undone, finished: rec.finished, quarantined: rec.quarantined.map((q) => q.container) },
+        'journal recovery done',
+      );
     if (this.lifecycle !== 'starting') throw new SpcdError('SHUTTING_DOWN', 'stopped while starting');
     this.subscribe();
     this.lifecycle = 'running';
@@ -237,7 +247,13 @@ export class Reconciler {
 
   /** What a pass would do now, without doing it. */
   preview(desired: readonly DesiredContainer[] = this.desired): Plan {
-    return plan({ desired, observed: this.observed, facts: this.runtimeFacts(), now: this.deps.clock.now() });
+    return plan({
+      desired,
+      observed: this.observed,
+      facts: this.runtimeFacts(),
+      now: this.deps.clock.now(),
+      journal: this.quarantine.holds(),
+    });
   }
 
   /** Throws CONFLICT (or SHUTTING_DOWN) when an operation on this container could not start now. */
@@ -278,6 +294,7 @@ export class Reconciler {
       } catch (err) {
         const e = toSpcdError(err);
         f.lastError = { code: e.code, message: e.message, at: this.deps.clock.now() };
+        await this.quarantineIfJournaled(name, e);
         throw err;
       } finally {
         f.operation = null;
@@ -292,6 +309,44 @@ export class Reconciler {
     this.tasks.add(settled);
     void settled.then(() => this.tasks.delete(settled));
     return run;
+  }
+
+  /** An operation that failed and left its journal entry (a rollback that could not finish) quarantines its container. */
+  private async quarantineIfJournaled(name: string, e: SpcdError): Promise<void> {
+    if (this.quarantine.get(name)) return;
+    const file = this.deps.exec.journal.fileOf(name);
+    try {
+      const entry = await this.deps.exec.journal.read(name);
+      if (entry) this.quarantine.add({ container: name, file, reason: `${e.code}: ${e.message}`, entry });
+    } catch (err) {
+      const bad = toSpcdError(err);
+      this.quarantine.add({
+        container: name,
+        file,
+        reason: `malformed journal entry: ${bad.message}`,
+        entry: undefined,
+      });
+    }
+  }
+
+  /**
+   * Tries every quarantined container again (spcctl reload / SIGHUP): one
+   * whose journal file the operator removed, or whose entry now finishes or
+   * undoes, leaves quarantine. Returns the containers still quarantined.
+   */
+  async retryQuarantined(): Promise<string[]> {
+    for (const name of this.quarantine.names()) {
+      if (this.factsOf(name).operation) continue;
+      const r = await this.runExclusive(name, `reconcile-recover-${randomUUID().slice(0, 8)}`, () =>
+        retryQuarantined(this.deps.exec, name),
+      ).catch((err: unknown) => toSpcdError(err));
+      if (r === 'cleared') {
+        this.factsOf(name).lastError = null;
+        this.quarantine.clear(name, 'journal entry resolved or removed; supervised again');
+      } else if (!(r instanceof SpcdError)) this.quarantine.add(r);
+    }
+    this.trigger();
+    return this.quarantine.names();
   }
 
   private schedule(ms: number): void {
@@ -359,7 +414,7 @@ export class Reconciler {
 
   private onHealthAction(a: HealthAction): void {
     const f = this.factsOf(a.name);
-    if (f.pendingHeal || f.operation) return;
+    if (f.pendingHeal || f.operation || this.quarantine.get(a.name)) return;
     if (a.action === 'stop') f.failed = `check ${a.check} failed: ${a.reason}`;
     else f.backoff = recordFailure(f.backoff, this.deps.clock.now(), this.backoff);
     f.pendingHeal = { reason: `check ${a.check} failed ${a.consecutiveFailures} times: ${a.reason}` };
@@ -390,6 +445,7 @@ export class Reconciler {
         heldStopped: rec?.heldStopped ?? false,
         failed: f.failed !== null,
         nextAttemptAt: f.backoff.nextAttemptAt,
+        ...(rec?.failedTarget ? { failedTarget: rec.failedTarget } : {}),
       });
     }
     for (const o of this.observed) {
@@ -432,6 +488,7 @@ export class Reconciler {
         observed: this.observed,
         facts: this.runtimeFacts(),
         now,
+        journal: this.quarantine.holds(),
       });
       const block = this.createBlock;
       if (block) p = restrict(p, (s) => s.kind !== 'create', `preflight blocks: ${block}`);

@@ -268,31 +268,42 @@ export async function currentConfigHash(
   return version === undefined ? undefined : VERSION.exec(version)?.[1];
 }
 
-/** Swap `current` back to `previous` (and previous to the old current). False when there is no previous. */
-export async function restorePreviousConfig(
+/**
+ * Point `current` at the version rendered with `hash` (the config a rolled-back
+ * generation ran with), and `previous` at what current was. Idempotent: when
+ * current already has that hash nothing changes. Returns false when no
+ * version with that hash is kept (nothing is changed then).
+ */
+export async function restoreConfigVersion(
   rootDir: string,
   containerName: string,
+  hash: string,
   opts: WriterOptions = {},
 ): Promise<boolean> {
   const fs = opts.fs ?? nodeWriterFs;
   const suffix = opts.randomSuffix ?? defaultSuffix;
   const dir = dirname(configDirPath(rootDir, containerName));
   try {
-    const prev = await versionAt(fs, dir, PREVIOUS);
-    if (prev === undefined || !(await fs.lstat(join(dir, prev)))?.isDirectory) return false;
     const cur = await versionAt(fs, dir, CURRENT);
-    await swapLink(fs, dir, CURRENT, prev, suffix());
+    if (cur?.startsWith(`${hash}-`)) return true;
+    const prev = await versionAt(fs, dir, PREVIOUS);
+    const candidates = (await fs.readdir(dir).catch(() => []))
+      .filter((e) => e.isDirectory && VERSION.test(e.name) && e.name.startsWith(`${hash}-`))
+      .map((e) => e.name);
+    // The `previous` link names the one written for the old generation; any other copy is as good.
+    const target = prev && candidates.includes(prev) ? prev : candidates[0];
+    if (target === undefined) return false;
+    await swapLink(fs, dir, CURRENT, target, suffix());
     if (cur) await swapLink(fs, dir, PREVIOUS, cur, suffix());
     await fs.fsyncDir(dir);
+    opts.log?.info({ container: containerName, version: target }, 'config restored');
     return true;
   } catch (err) {
     if (err instanceof SpcdError) throw err;
     throw new SpcdError(
       'CONFIG_WRITE_FAILED',
-      `restoring the previous config of ${containerName}: ${errText(err)}`,
-      {
-        container: containerName,
-      },
+      `restoring config ${hash} of ${containerName}: ${errText(err)}`,
+      { container: containerName },
       { cause: err },
     );
   }

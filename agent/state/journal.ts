@@ -67,25 +67,72 @@ export class Journal {
     }
   }
 
-  async read(container: string): Promise<JournalEntry | undefined> {
-    return (await readJsonFile(this.file(container))) as JournalEntry | undefined;
+  /** The container's entry; undefined when none, STATE_CORRUPT when its file is no valid entry. */
+  read(container: string): Promise<JournalEntry | undefined> {
+    return readEntry(this.file(container), container);
   }
 
-  async all(): Promise<JournalEntry[]> {
+  /**
+   * Every entry, and apart from them the files that cannot be one (unreadable,
+   * not JSON, missing fields). A bad file never hides the good ones: recovery
+   * quarantines its container and goes on with the rest.
+   */
+  async scan(): Promise<{ entries: JournalEntry[]; malformed: MalformedEntry[] }> {
     const names = (await readdir(this.dir)).filter((n) => n.endsWith('.json') && !n.startsWith('.'));
-    const out: JournalEntry[] = [];
-    for (const n of names) {
-      const e = (await readJsonFile(join(this.dir, n))) as JournalEntry | undefined;
-      if (!e) continue;
-      if (typeof e.container !== 'string' || !UPGRADE_STEPS.includes(e.step)) {
-        throw new SpcdError('STATE_CORRUPT', `journal entry ${n} is malformed`, { file: n });
+    const entries: JournalEntry[] = [];
+    const malformed: MalformedEntry[] = [];
+    for (const n of names.sort()) {
+      const file = join(this.dir, n);
+      const container = containerOfFile(n);
+      try {
+        const e = await readEntry(file, container);
+        if (e) entries.push(e);
+      } catch (err) {
+        malformed.push({ file, container, reason: (err as Error).message });
       }
-      out.push(e);
     }
-    return out;
+    return { entries, malformed };
   }
 
-  async isClean(): Promise<boolean> {
-    return (await this.all()).length === 0;
+  /** The file that holds a container's entry (for messages and for operators). */
+  fileOf(container: string): string {
+    return this.file(container);
   }
+}
+
+/** A journal file that is not a valid entry; `container` comes from the file name. */
+export interface MalformedEntry {
+  readonly file: string;
+  readonly container: string;
+  readonly reason: string;
+}
+
+function containerOfFile(n: string): string {
+  const base = n.slice(0, -'.json'.length);
+  try {
+    return decodeURIComponent(base);
+  } catch {
+    return base;
+  }
+}
+
+async function readEntry(file: string, container: string): Promise<JournalEntry | undefined> {
+  const e = await readJsonFile(file);
+  if (e === undefined) return undefined;
+  const problem = entryProblem(e, container);
+  if (problem) throw new SpcdError('STATE_CORRUPT', `journal entry ${file} ${problem}`, { file });
+  return e as JournalEntry;
+}
+
+/** What makes a parsed file unusable as an entry of `container`; undefined when it is usable. */
+function entryProblem(e: unknown, container: string): string | undefined {
+  if (typeof e !== 'object' || e === null) return 'is not an object';
+  const x = e as Record<string, unknown>;
+  if (x.container !== container) return `names container ${JSON.stringify(x.container)}, not ${container}`;
+  if (!UPGRADE_STEPS.includes(x.step as UpgradeStep)) return `has an unknown step ${JSON.stringify(x.step)}`;
+  if (typeof x.toGeneration !== 'number') return 'has no toGeneration';
+  for (const k of ['oldId', 'newId'] as const)
+    if (x[k] !== null && typeof x[k] !== 'string') return `has a bad ${k}`;
+  for (const k of ['stagingName', 'parkedName'] as const) if (typeof x[k] !== 'string') return `has no ${k}`;
+  return undefined;
 }

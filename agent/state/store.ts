@@ -39,6 +39,18 @@ export interface ContainerRecord {
    * that container changes on disk (newer intent), see daemon/desired.ts.
    */
   readonly pin?: { spec: ContainerSpec; definitionHash: string } | undefined;
+  /**
+   * The last upgrade target that failed and was rolled back. The reconciler
+   * does not retry it while the desired spec and config hashes are these;
+   * any commit clears it.
+   */
+  readonly failedTarget?: FailedTarget | undefined;
+}
+
+export interface FailedTarget {
+  readonly specHash: string;
+  readonly configHash: string;
+  readonly generation: number;
 }
 
 /** What spcd found of one container on the engine, to rebuild a lost state file from. */
@@ -227,6 +239,7 @@ export class StateStore {
     await this.update(name, (r) => ({
       ...r,
       lastKnownGood: generation,
+      failedTarget: undefined,
       generations: r.generations.map((g) =>
         g.generation === generation
           ? { ...g, outcome: 'current' as const }
@@ -247,6 +260,12 @@ export class StateStore {
 
   async setHeldStopped(name: string, held: boolean): Promise<void> {
     await this.update(name, (r) => (r.heldStopped === held ? undefined : { ...r, heldStopped: held }));
+  }
+
+  async setFailedTarget(name: string, target: FailedTarget | undefined): Promise<void> {
+    await this.update(name, (r) =>
+      r.failedTarget === undefined && target === undefined ? undefined : { ...r, failedTarget: target },
+    );
   }
 
   async setPin(name: string, pin: ContainerRecord['pin']): Promise<void> {

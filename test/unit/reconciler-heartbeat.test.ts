@@ -28,7 +28,7 @@ function setup(): { clock: FakeClock; beats: () => number; mode: (m: Mode) => vo
   } as unknown as ContainerEngine & EventEngine;
   // Start-up's journal recovery and state check are the only users of the executor's ports here: an empty journal and state.
   const exec = {
-    journal: { all: async () => [] },
+    journal: { scan: async () => ({ entries: [], malformed: [] }) },
     engine: { listTasks: async () => [] },
     state: { names: () => [], record: () => undefined, needsRebuild: () => false },
   } as unknown as ExecutorDeps;

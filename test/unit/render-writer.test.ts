@@ -20,7 +20,7 @@ import { nodeWriterFs, type WriterFs } from '../../agent/render/writer-fs.js';
 import {
   currentConfigHash,
   readCurrentConfig,
-  restorePreviousConfig,
+  restoreConfigVersion,
   writeConfigDir,
 } from '../../agent/render/writer.js';
 import { containerSpec, file } from '../fixtures/render/compute-specs.js';
@@ -139,10 +139,15 @@ describe('writeConfigDir', () => {
     expect((await readlink(join(dir, 'previous'))).startsWith(r2.hash)).toBe(true);
     expect(entries.some((e) => e.startsWith(r1.hash))).toBe(false);
 
-    expect(await restorePreviousConfig(root, 'nova_compute')).toBe(true);
+    expect(await restoreConfigVersion(root, 'nova_compute', r2.hash)).toBe(true);
     expect(await currentConfigHash(root, 'nova_compute')).toBe(r2.hash);
     expect((await readlink(join(dir, 'previous'))).startsWith(r3.hash)).toBe(true);
     expect((await readCurrentConfig(root, 'nova_compute'))?.get('nova.conf')).toContain('compute-2');
+    // Idempotent (an undo repeated after a crash does not toggle it back), and a removed version is reported.
+    expect(await restoreConfigVersion(root, 'nova_compute', r2.hash)).toBe(true);
+    expect(await currentConfigHash(root, 'nova_compute')).toBe(r2.hash);
+    expect(await restoreConfigVersion(root, 'nova_compute', r1.hash)).toBe(false);
+    expect(await currentConfigHash(root, 'nova_compute')).toBe(r2.hash);
   });
 
   it('leaves every file identical when the render fails', async () => {

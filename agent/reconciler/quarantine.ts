@@ -1,0 +1,69 @@
+import type { Logger } from '../log.js';
+import type { Clock } from '../model/clock.js';
+import type { EventBus } from '../model/events.js';
+import type { QuarantinedEntry } from '../executor/recover.js';
+import type { JournalHold } from '../planner/types.js';
+
+export interface Quarantine extends QuarantinedEntry {
+  /** When it was quarantined (or its reason last changed), on the injected clock. */
+  readonly at: number;
+}
+
+/**
+ * The containers whose journal entry is unresolved. Each is left alone by
+ * the planner (a JournalHold) and shown as `quarantined` with
+ * RECOVERY_QUARANTINED; every other container is supervised as usual.
+ * Entering and leaving is logged and published as a `state` event.
+ */
+export class QuarantineBook {
+  private readonly entries = new Map<string, Quarantine>();
+
+  constructor(private readonly deps: { events: EventBus; log: Logger; clock: Clock }) {}
+
+  add(q: QuarantinedEntry): void {
+    const was = this.entries.get(q.container);
+    if (was && was.reason === q.reason) return;
+    const at = this.deps.clock.now();
+    this.entries.set(q.container, { ...q, at });
+    this.deps.log.error(
+      { container: q.container, file: q.file, code: 'RECOVERY_QUARANTINED', reason: q.reason },
+      'container quarantined: its journal entry could not be finished or undone; spcd leaves it alone until an operator clears it',
+    );
+    this.deps.events.publish({
+      type: 'state',
+      at,
+      container: q.container,
+      from: was ? 'quarantined' : 'unknown',
+      to: 'quarantined',
+      reason: `RECOVERY_QUARANTINED: ${q.reason} (${q.file})`,
+    });
+  }
+
+  clear(container: string, why: string): void {
+    if (!this.entries.delete(container)) return;
+    this.deps.log.warn({ container, reason: why }, 'quarantine cleared');
+    this.deps.events.publish({
+      type: 'state',
+      at: this.deps.clock.now(),
+      container,
+      from: 'quarantined',
+      to: 'recovered',
+      reason: why,
+    });
+  }
+
+  get(container: string): Quarantine | undefined {
+    return this.entries.get(container);
+  }
+
+  names(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  /** The planner's view: one hold per quarantined container. */
+  holds(): Map<string, JournalHold> {
+    const m = new Map<string, JournalHold>();
+    for (const [name, q] of this.entries) m.set(name, { reason: `quarantined: ${q.reason}` });
+    return m;
+  }
+}
