@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
+import { SocketProxy } from '../support/socket-proxy.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -67,14 +68,22 @@ describe('spcd start-up and shutdown', () => {
   it('a start-up failure after the API is open: exits non-zero with a clear message, socket closed', async () => {
     const sb = fresh('life-fail');
     writeSet(sb, 'e.yaml', 'set: e\ncontainers: {}\n');
-    // A journal entry spcd cannot understand: recovery (after the API opened) refuses to guess.
-    mkdirSync(join(sb.stateDir, 'journal'), { recursive: true });
-    writeFileSync(join(sb.stateDir, 'journal', 'x.json'), JSON.stringify({ container: 'x', step: 'bogus' }));
-    const spcd = start(sb);
-    const code = await exitWithin(spcd, 30_000);
-    expect(spcd.logged('"API listening"')).toBe(true);
-    expect(code).toBe(1);
-    expect(spcd.output.some((l) => l.startsWith('spcd: cannot start (converge): STATE_CORRUPT'))).toBe(true);
+    // Start-up waits for an engine nobody serves yet, with the API open. Meanwhile the
+    // journal directory is replaced by a file: recovery cannot even list it (a broken
+    // install, not one container's state), so start-up must fail, and close what it opened.
+    const engine = new SocketProxy(join(sb.root, 'no-docker.sock'));
+    const spcd = start(sb, noEngine(sb));
+    await waitFor('API listening', () => spcd.logged('"API listening"') || spcd.child.exitCode !== null);
+    rmSync(join(sb.stateDir, 'journal'), { recursive: true, force: true });
+    writeFileSync(join(sb.stateDir, 'journal'), 'not a directory\n');
+    await engine.up();
+    try {
+      const code = await exitWithin(spcd, 30_000);
+      expect(code).toBe(1);
+    } finally {
+      await engine.down();
+    }
+    expect(spcd.output.some((l) => l.startsWith('spcd: cannot start (converge):'))).toBe(true);
     expect(existsSync(sb.socket)).toBe(false);
     expect(existsSync(join(sb.stateDir, 'spcd.lock'))).toBe(false);
   });
