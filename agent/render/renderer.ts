@@ -2,7 +2,7 @@ import type nunjucks from 'nunjucks';
 import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { canonicalJson, sha256Hex } from '../model/hash.js';
-import type { ConfigFileSpec, ContainerSpec } from '../model/spec.js';
+import { hasKollaConfig, type ConfigFileSpec, type ContainerSpec } from '../model/spec.js';
 import { createEnvironment, FilterError } from './environment.js';
 import { dottedPath, findLineBreakingValues, parseBackProblem, withSanitized } from './formats.js';
 import { buildKollaConfigJson, CONFIG_JSON, normalizeMode, normalizeOwner } from './kolla.js';
@@ -25,6 +25,9 @@ export interface RenderedFile {
   owner: string;
   mode: string;
   content: string;
+  optional?: boolean;
+  merge?: boolean;
+  preserveProperties?: boolean;
 }
 
 export interface RenderedConfig {
@@ -87,7 +90,7 @@ export class Renderer {
     values: Record<string, unknown>,
     secretValues: Set<string>,
   ): RenderedConfig {
-    if (spec.config.length === 0) return { files: [], configJson: '', hash: NO_CONFIG_HASH };
+    if (!hasKollaConfig(spec)) return { files: [], configJson: '', hash: NO_CONFIG_HASH };
     checkContainerName(spec.name);
     const seen = new Set<string>([CONFIG_JSON]);
     const files: RenderedFile[] = [];
@@ -106,7 +109,16 @@ export class Renderer {
       const owner = normalizeOwner(f.owner, spec.name);
       const mode = normalizeMode(f.mode, spec.name);
       const content = this.renderFile(spec.name, f, values, secretValues);
-      files.push({ dest: f.dest, containerPath, owner, mode, content });
+      files.push({
+        dest: f.dest,
+        containerPath,
+        owner,
+        mode,
+        content,
+        ...(f.optional ? { optional: true } : {}),
+        ...(f.merge ? { merge: true } : {}),
+        ...(f.preserveProperties ? { preserveProperties: true } : {}),
+      });
     }
     const configJson = buildKollaConfigJson(spec, files);
     const hash = configHash(files, configJson);
