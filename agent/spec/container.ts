@@ -221,6 +221,15 @@ export function validateContainer(
   const config = opt('config', (v, w) => readConfig(r, v, w)) ?? [];
   const permissions = opt('permissions', (v, w) => readPermissions(r, v, w));
   const bootstrap = opt('bootstrap', (v, w) => readBootstrap(r, v, w)) ?? [];
+  if (
+    r.problems.count === before &&
+    command === undefined &&
+    (config.length > 0 || (permissions?.length ?? 0) > 0)
+  )
+    r.fail(
+      at(m.config !== undefined ? 'config' : 'permissions'),
+      "needs command: the image's kolla_start runs config.json's command, which spcd writes from it",
+    );
 
   if (
     r.problems.count !== before ||

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Build spcd-e2e/kolla-runtime:bookworm: a Debian bookworm minbase with
-# python3, the Kolla service users at Kolla's fixed uids, and Kolla's own
+# python3, bash and sudo, the Kolla service users at Kolla's fixed uids, Kolla's own
 # container-side runtime (set_configs.py as /usr/local/bin/kolla_set_configs,
 # start.sh as kolla_start, ...) read at build time from
 # ../shared/peers/kolla-2024.1/ beside the repository (KOLLA_PEER overrides).
-# Tests run spcd's generated config.json files through it.
+# (sudoers as /etc/sudoers.d/kolla), and a stand-in kolla_extend_start
+# (extend_start here). Tests run spcd's generated config.json files through
+# it, and bootstrap tasks through its kolla_start.
 #
 #   usage: build-image.sh
 #
@@ -37,7 +39,7 @@ KOLLA_FILES="set_configs.py:kolla_set_configs start.sh:kolla_start copy_cacerts.
 healthcheck_curl:healthcheck_curl healthcheck_listen:healthcheck_listen healthcheck_port:healthcheck_port
 healthcheck_socket:healthcheck_socket healthcheck_filemod:healthcheck_filemod"
 
-for pair in $KOLLA_FILES; do
+for pair in $KOLLA_FILES sudoers:; do
   [ -r "$KOLLA_PEER/${pair%%:*}" ] || {
     log "missing $KOLLA_PEER/${pair%%:*} (Kolla's runtime files are read from ../shared beside the repository)"
     exit 1
@@ -46,8 +48,8 @@ done
 
 T0=$(now)
 hash=$({
-  sha256sum "$0" "$here/../lib/debian.sh" | awk '{ print $1 }'
-  for pair in $KOLLA_FILES; do sha256sum "$KOLLA_PEER/${pair%%:*}" | awk '{ print $1 }'; done
+  sha256sum "$0" "$here/../lib/debian.sh" "$here/extend_start" | awk '{ print $1 }'
+  for pair in $KOLLA_FILES sudoers:; do sha256sum "$KOLLA_PEER/${pair%%:*}" | awk '{ print $1 }'; done
   echo "suite=$SUITE mirror=$MIRROR users=$KOLLA_USERS"
 } | sha256sum | cut -c1-16)
 
@@ -87,7 +89,7 @@ t0=$(now)
 # The package cache is shared with the libvirt images' bookworm build: take its lock too.
 exec 8>"$CACHE/lock.$SUITE"
 flock 8
-debootstrap --variant=minbase --include=python3 --cache-dir="$CACHE/debs/$SUITE" "$SUITE" "$root" "$MIRROR" \
+debootstrap --variant=minbase --include=python3,sudo --cache-dir="$CACHE/debs/$SUITE" "$SUITE" "$root" "$MIRROR" \
   >>"$logf" 2>&1 || {
   log "debootstrap failed; last lines of $logf:"
   tail -n 30 "$logf" >&2
@@ -109,6 +111,8 @@ done
 for pair in $KOLLA_FILES; do
   install -m 0755 "$KOLLA_PEER/${pair%%:*}" "$root/usr/local/bin/${pair##*:}"
 done
+install -m 0755 "$here/extend_start" "$root/usr/local/bin/kolla_extend_start"
+install -m 0440 "$KOLLA_PEER/sudoers" "$root/etc/sudoers.d/kolla"
 mkdir -p "$root/var/lib/kolla/config_files" "$root/var/log/kolla"
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* "$root"/usr/share/doc/* \
   "$root"/usr/share/man/* "$root"/usr/share/locale/* "$root"/dev/* "$root"/run/* "$root"/tmp/*

@@ -6,13 +6,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../agent/log.js';
 import { Renderer, renderedFileMap } from '../../agent/render/renderer.js';
 import { collectSecretValues, loadValueFile, mergeValues } from '../../agent/render/values.js';
-import { COMPUTE_CONTAINERS } from '../fixtures/render/compute-specs.js';
+import { allContainers, findSet, hasKollaConfig } from '../../agent/model/spec.js';
+import { loadDesired } from '../../agent/spec/load.js';
+import { loadValueFile as loadYaml } from '../../agent/render/values.js';
 
 /**
- * The shipped compute templates rendered from the sample values in
+ * The shipped compute set (container-sets/compute.yaml: every container with
+ * config files or permissions) rendered from the sample values in
  * test/fixtures/render/ and compared, byte for byte, with
  * test/fixtures/render/expected/<container>/<file>. After a deliberate
- * template change, regenerate with SPCD_UPDATE_EXPECTED=1 and review the diff.
+ * template or set change, regenerate with SPCD_UPDATE_EXPECTED=1 and review the diff.
  */
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -20,6 +23,16 @@ const repo = join(here, '..', '..');
 const fixtures = join(repo, 'test', 'fixtures', 'render');
 const templatesDir = join(repo, 'templates');
 const update = process.env.SPCD_UPDATE_EXPECTED === '1';
+const compute = findSet(
+  (
+    await loadDesired({
+      setsDir: join(repo, 'container-sets'),
+      checkLibraryFile: join(repo, 'healthchecks', 'library.yaml'),
+    })
+  ).sets,
+  'compute',
+);
+const COMPUTE_CONTAINERS = allContainers(compute ? [compute] : []).filter(hasKollaConfig);
 
 let tmp: string;
 let values: Record<string, unknown>;
@@ -47,6 +60,17 @@ afterAll(async () => {
 });
 
 describe('shipped compute templates', () => {
+  it("cover every container of the set, and the sample defaults are the set's own", async () => {
+    expect(COMPUTE_CONTAINERS.map((c) => c.name).sort()).toEqual([
+      'neutron_openvswitch_agent',
+      'nova_compute',
+      'nova_libvirt',
+      'openvswitch_db',
+      'openvswitch_vswitchd',
+    ]);
+    expect(await loadYaml(join(fixtures, 'set-defaults.yaml'))).toEqual(compute?.defaults);
+  });
+
   for (const spec of COMPUTE_CONTAINERS) {
     it(`renders ${spec.name} as expected`, async () => {
       const renderer = new Renderer({ templatesDir, log: silentLogger() });
@@ -66,7 +90,7 @@ describe('shipped compute templates', () => {
   }
 
   it('gives the same hash on every run and a different one when a value changes', () => {
-    const spec = COMPUTE_CONTAINERS[0]!;
+    const spec = COMPUTE_CONTAINERS.find((c) => c.name === 'nova_compute')!;
     const a = new Renderer({ templatesDir, log: silentLogger() }).renderContainer(spec, values, secretValues);
     const b = new Renderer({ templatesDir, log: silentLogger() }).renderContainer(spec, values, secretValues);
     expect(b.hash).toBe(a.hash);
@@ -81,14 +105,14 @@ describe('shipped compute templates', () => {
   });
 
   it('writes kolla config.json with command, 4-digit perms and sources under /var/lib/kolla/config_files', () => {
-    const spec = COMPUTE_CONTAINERS[1]!;
+    const spec = COMPUTE_CONTAINERS.find((c) => c.name === 'nova_libvirt')!;
     const rendered = new Renderer({ templatesDir, log: silentLogger() }).renderContainer(
       spec,
       values,
       secretValues,
     );
     expect(JSON.parse(rendered.configJson)).toEqual({
-      command: '/usr/sbin/libvirtd --listen',
+      command: '/usr/sbin/libvirtd',
       config_files: [
         {
           source: '/var/lib/kolla/config_files/libvirtd.conf',
@@ -109,7 +133,7 @@ describe('shipped compute templates', () => {
 
   it('keeps the VM-survival settings in qemu.conf and libvirtd.conf', () => {
     const rendered = new Renderer({ templatesDir, log: silentLogger() }).renderContainer(
-      COMPUTE_CONTAINERS[1]!,
+      COMPUTE_CONTAINERS.find((c) => c.name === 'nova_libvirt')!,
       values,
       secretValues,
     );

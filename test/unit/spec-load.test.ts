@@ -240,7 +240,9 @@ describe('defaults', () => {
     const entries = ['a.conf', 'b.ini', 'c.yaml', 'd.yml', 'e.json', 'f.sh', 'policy']
       .map((d, i) => `      - {template: t${i}.j2, dest: ${d}, container_path: /etc/${d}}`)
       .join('\n');
-    const c = await loadOne(`set: s\ncontainers:\n  web:\n    image: busybox\n    config:\n${entries}\n`);
+    const c = await loadOne(
+      `set: s\ncontainers:\n  web:\n    image: busybox\n    command: [x]\n    config:\n${entries}\n`,
+    );
     expect(c.config.map((f) => f.format)).toEqual(['ini', 'ini', 'yaml', 'yaml', 'json', 'text', 'text']);
   });
 
