@@ -1,14 +1,11 @@
-import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../agent/log.js';
 import { Renderer, renderedFileMap } from '../../agent/render/renderer.js';
-import { collectSecretValues, loadValueFile, mergeValues } from '../../agent/render/values.js';
-import { allContainers, findSet, hasKollaConfig } from '../../agent/model/spec.js';
-import { loadDesired } from '../../agent/spec/load.js';
 import { loadValueFile as loadYaml } from '../../agent/render/values.js';
+import { sampleValues, shippedCompute } from '../support/sample-values.js';
 
 /**
  * The shipped compute set (container-sets/compute.yaml: every container with
@@ -23,40 +20,14 @@ const repo = join(here, '..', '..');
 const fixtures = join(repo, 'test', 'fixtures', 'render');
 const templatesDir = join(repo, 'templates');
 const update = process.env.SPCD_UPDATE_EXPECTED === '1';
-const compute = findSet(
-  (
-    await loadDesired({
-      setsDir: join(repo, 'container-sets'),
-      checkLibraryFile: join(repo, 'healthchecks', 'library.yaml'),
-    })
-  ).sets,
-  'compute',
-);
-const COMPUTE_CONTAINERS = allContainers(compute ? [compute] : []).filter(hasKollaConfig);
+const compute = await shippedCompute();
+const COMPUTE_CONTAINERS = compute.containers;
 
-let tmp: string;
 let values: Record<string, unknown>;
 let secretValues: Set<string>;
 
 beforeAll(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'spcd-render-tpl-'));
-  // git does not keep 0600: copy the sample secrets to a file with the mode spcd demands.
-  const secretsPath = join(tmp, 'secrets.yaml');
-  await copyFile(join(fixtures, 'secrets.yaml'), secretsPath);
-  await chmod(secretsPath, 0o600);
-  const secrets = await loadValueFile(secretsPath, { secret: true });
-  const merged = mergeValues({
-    setDefaults: await loadValueFile(join(fixtures, 'set-defaults.yaml')),
-    globals: await loadValueFile(join(fixtures, 'globals.yaml')),
-    hostValues: await loadValueFile(join(fixtures, 'host.yaml')),
-    secrets,
-  });
-  values = merged.values;
-  secretValues = collectSecretValues(secrets);
-});
-
-afterAll(async () => {
-  await rm(tmp, { recursive: true, force: true });
+  ({ values, secretValues } = await sampleValues());
 });
 
 describe('shipped compute templates', () => {
@@ -68,7 +39,7 @@ describe('shipped compute templates', () => {
       'openvswitch_db',
       'openvswitch_vswitchd',
     ]);
-    expect(await loadYaml(join(fixtures, 'set-defaults.yaml'))).toEqual(compute?.defaults);
+    expect(await loadYaml(join(fixtures, 'set-defaults.yaml'))).toEqual(compute.defaults);
   });
 
   for (const spec of COMPUTE_CONTAINERS) {
