@@ -31,6 +31,12 @@ SUITE=bookworm
 # shellcheck source=../lib/debian.sh
 . "$here/../lib/debian.sh"
 MIRROR="${SPCD_E2E_MIRROR:-$(detect_mirror)}"
+for tool in debootstrap flock; do
+  command -v "$tool" >/dev/null 2>&1 || {
+    log "needs $tool (scripts/libvirt/build-images.sh installs debootstrap and util-linux)"
+    exit 1
+  }
+done
 
 # Kolla's users and groups (docker/base in openstack/kolla): name uid.
 KOLLA_USERS="kolla:42400 glance:42415 keystone:42425 qemu:42427 mysql:42434 neutron:42435 nova:42436

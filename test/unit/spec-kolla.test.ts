@@ -6,33 +6,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { specHash } from '../../agent/model/hash.js';
-import { allContainers, type ContainerSpec } from '../../agent/model/spec.js';
-import { loadDesired } from '../../agent/spec/load.js';
 import { buildKollaConfigJson } from '../../agent/render/kolla.js';
-import { cleanupAfterEach, LIBRARY_FILE, problemsOf, writeDir } from '../fixtures/spec/helpers.js';
+import { cleanupAfterEach, containerYaml, loadOne, problemsOf } from '../fixtures/spec/helpers.js';
+import { shippedCompute } from '../support/sample-values.js';
 
 cleanupAfterEach();
 
 /** A one-container set file; `fields` start at line 6, after image and command. */
-function container(...fields: string[]): string {
-  return [
-    'set: s',
-    'containers:',
-    '  web:',
-    '    image: busybox:1.36',
-    '    command: [nova-compute]',
-    ...fields.map((f) => `    ${f}`),
-    '',
-  ].join('\n');
-}
-
-async function loadOne(text: string): Promise<ContainerSpec> {
-  const dir = await writeDir({ 's.yaml': text });
-  const desired = await loadDesired({ setsDir: dir, checkLibraryFile: LIBRARY_FILE });
-  const all = allContainers(desired.sets);
-  expect(all).toHaveLength(1);
-  return all[0]!;
-}
+const container = (...fields: string[]): string => containerYaml(fields, ['command: [nova-compute]']);
 
 async function problems(text: string): Promise<string[]> {
   return (await problemsOf(text, {})).map((p) => `${p.where}: ${p.message}`);
@@ -275,5 +256,34 @@ describe('bootstrap tasks', () => {
     expect(await problems(container("bootstrap: [{name: t, environment: {'1BAD': x}}]"))).toEqual([
       's.yaml:6: containers.web.bootstrap[0].environment.1BAD: "1BAD" is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)',
     ]);
+  });
+});
+
+describe('the shipped compute set on a real Kolla 2024.1 host', () => {
+  it("checks nova-compute's RabbitMQ connection, not a listener, and hands its trees to nova", async () => {
+    const { containers } = await shippedCompute();
+    const nova = containers.find((c) => c.name === 'nova_compute')!;
+    expect(nova.healthchecks.find((c) => c.name === 'amqp')?.probe).toEqual({
+      kind: 'established',
+      process: 'nova-compute',
+      ports: [5672],
+    });
+    expect(nova.permissions).toEqual([
+      { path: '/var/log/kolla/nova', owner: 'nova:nova', recurse: true },
+      { path: '/var/lib/nova', owner: 'nova:nova', recurse: true },
+    ]);
+  });
+
+  it('gives every container that starts through kolla_start a command, and persists /etc/libvirt/qemu', async () => {
+    const { containers } = await shippedCompute();
+    for (const c of containers) expect(c.command?.length, c.name).toBeGreaterThan(0);
+    expect(containers.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['openvswitch_db', 'openvswitch_vswitchd']),
+    );
+    const libvirt = containers.find((c) => c.name === 'nova_libvirt')!;
+    expect(libvirt.binds.find((b) => b.target === '/etc/libvirt/qemu')).toMatchObject({
+      source: '/var/lib/nova_libvirt_qemu',
+      readOnly: false,
+    });
   });
 });

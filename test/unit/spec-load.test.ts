@@ -3,21 +3,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { specHash } from '../../agent/model/hash.js';
 import { startOrder } from '../../agent/model/order.js';
-import { allContainers, findSet, type ContainerSpec } from '../../agent/model/spec.js';
+import { allContainers, findSet } from '../../agent/model/spec.js';
 import { formatProblem, loadDesired, validateDir } from '../../agent/spec/load.js';
-import { cleanupAfterEach, LIBRARY_FILE, writeDir } from '../fixtures/spec/helpers.js';
+import { cleanupAfterEach, LIBRARY_FILE, loadOne, writeDir } from '../fixtures/spec/helpers.js';
 
 cleanupAfterEach();
 
 const GOOD = new URL('../fixtures/spec/good', import.meta.url).pathname;
-
-async function loadOne(text: string): Promise<ContainerSpec> {
-  const dir = await writeDir({ 's.yaml': text });
-  const desired = await loadDesired({ setsDir: dir, checkLibraryFile: LIBRARY_FILE });
-  const all = allContainers(desired.sets);
-  expect(all).toHaveLength(1);
-  return all[0]!;
-}
 
 describe('loading the good fixture', () => {
   it('builds the set tree with full set paths and file:line sources', async () => {

@@ -3,21 +3,18 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isSpcdError } from '../../agent/errors.js';
 import { loadDesired, validateDir } from '../../agent/spec/load.js';
-import { cleanupAfterEach, LIBRARY_FILE, problemsOf, writeDir } from '../fixtures/spec/helpers.js';
+import {
+  cleanupAfterEach,
+  containerYaml,
+  LIBRARY_FILE,
+  problemsOf,
+  writeDir,
+} from '../fixtures/spec/helpers.js';
 
 cleanupAfterEach();
 
 /** A one-container set file; `fields` start at line 5, indented under the container. */
-function container(...fields: string[]): string {
-  return [
-    'set: s',
-    'containers:',
-    '  web:',
-    '    image: busybox:1.36',
-    ...fields.map((f) => `    ${f}`),
-    '',
-  ].join('\n');
-}
+const container = (...fields: string[]): string => containerYaml(fields);
 
 /** The only problem of a file, as "file:line: path" plus its message and code. */
 async function only(text: string, extra: Parameters<typeof problemsOf>[1] = {}) {
