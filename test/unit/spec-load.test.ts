@@ -257,7 +257,7 @@ describe('library templates', () => {
         '  web:',
         '    image: busybox',
         '    healthchecks:',
-        '      - {use: port, name: amqp, args: ["5672"], interval: 30s, action: stop}',
+        '      - {use: port, name: amqp, args: [nova-compute, "5672"], interval: 30s, action: stop}',
         '      - {use: process, args: [nova-compute]}',
         '      - {use: curl, name: direct, http: "http://127.0.0.1/"}',
         '',
@@ -266,7 +266,7 @@ describe('library templates', () => {
     expect(c.healthchecks.map((h) => [h.name, h.probe, h.schedule, h.action])).toEqual([
       [
         'amqp',
-        { kind: 'exec', argv: ['/spcd/healthchecks/healthcheck_port', '5672'] },
+        { kind: 'exec', argv: ['/spcd/healthchecks/healthcheck_port', 'nova-compute', '5672'] },
         { kind: 'interval', intervalMs: 30_000 },
         'stop',
       ],
