@@ -13,8 +13,10 @@ export const CONFIG_DEFAULTS = { owner: 'root', mode: '0600' } as const;
 
 /** "user" or "user:group" (names as useradd takes them). */
 export const OWNER = /^[a-z_][a-z0-9_-]*(?::[a-z_][a-z0-9_-]*)?$/;
-const MODE = /^[0-7]{3,4}$/;
-const PERM = /^[0-7]{4}$/;
+// set_configs turns "0755" into 0o755 by putting "o" after the first digit, so
+// "2750" would become "2o750", which Python refuses: no setuid/setgid/sticky bits.
+const MODE = /^0?[0-7]{3}$/;
+const PERM = /^0[0-7]{3}$/;
 const FORMATS = ['ini', 'yaml', 'json', 'text'] as const;
 const CONFIG_KEYS = [
   'template',
@@ -74,7 +76,13 @@ export function readConfig(r: Reader, v: unknown, w: Where): ConfigFileSpec[] | 
     const mode =
       m.mode === undefined
         ? CONFIG_DEFAULTS.mode
-        : readMode(r, m.mode, at('mode'), MODE, 'an octal file mode like "0600"');
+        : readMode(
+            r,
+            m.mode,
+            at('mode'),
+            MODE,
+            'an octal file mode like "0600" (no setuid, setgid or sticky bit)',
+          );
     const format =
       m.format === undefined
         ? dest
@@ -152,7 +160,7 @@ export function readPermissions(r: Reader, v: unknown, w: Where): KollaPermissio
     const perm =
       m.perm === undefined
         ? undefined
-        : readMode(r, m.perm, at('perm'), PERM, 'four octal digits like "0750"');
+        : readMode(r, m.perm, at('perm'), PERM, 'four octal digits starting with 0, like "0750"');
     const recurse = m.recurse === undefined ? false : r.boolean(m.recurse, at('recurse'));
     if (!path || !owner || (m.perm !== undefined && !perm) || recurse === undefined) return;
     const first = seen.get(path);

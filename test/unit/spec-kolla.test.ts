@@ -128,7 +128,18 @@ describe('permissions and per-file flags', () => {
     [
       'a three-digit perm',
       ['permissions: [{path: /var/lib/nova, owner: nova, perm: "750"}]'],
-      's.yaml:6: containers.web.permissions[0].perm: "750" is not four octal digits like "0750"',
+      's.yaml:6: containers.web.permissions[0].perm: "750" is not four octal digits starting with 0, like "0750"',
+    ],
+    [
+      // Kolla's set_configs reads "2750" as "2o750", which Python's int() refuses.
+      'a setgid perm',
+      ['permissions: [{path: /var/lib/nova, owner: nova, perm: "2750"}]'],
+      's.yaml:6: containers.web.permissions[0].perm: "2750" is not four octal digits starting with 0, like "0750"',
+    ],
+    [
+      'a sticky config mode',
+      ['config: [{template: s.j2, dest: s, container_path: /s, mode: "1777"}]'],
+      's.yaml:6: containers.web.config[0].mode: "1777" is not an octal file mode like "0600" (no setuid, setgid or sticky bit)',
     ],
     [
       'an unquoted perm',
