@@ -1,6 +1,6 @@
 import type { Logger } from '../log.js';
 import { specHash } from '../model/hash.js';
-import type { ContainerSpec, DesiredState, SetSpec } from '../model/spec.js';
+import { hasKollaConfig, type ContainerSpec, type DesiredState, type SetSpec } from '../model/spec.js';
 import { Renderer, type RenderedConfig } from '../render/renderer.js';
 import { collectSecretValues, loadValueFile, mergeValues } from '../render/values.js';
 import { configDirPath, readCurrentConfig, restoreConfigVersion, writeConfigDir } from '../render/writer.js';
@@ -81,7 +81,7 @@ export class TemplateConfig implements ConfigPort {
   }
 
   hash(spec: ContainerSpec): string {
-    return spec.config.length === 0 ? 'none' : this.render(spec).hash;
+    return !hasKollaConfig(spec) ? 'none' : this.render(spec).hash;
   }
 
   async write(spec: ContainerSpec): Promise<{ hostDir: string; hash: string }> {
@@ -92,7 +92,7 @@ export class TemplateConfig implements ConfigPort {
 
   /** What rendering this spec would change on disk, secrets masked (for `spcctl plan`). */
   async diff(spec: ContainerSpec): Promise<FileDiff[]> {
-    if (spec.config.length === 0) return [];
+    if (!hasKollaConfig(spec)) return [];
     const current = await readCurrentConfig(this.opts.configRoot, spec.name);
     return diffConfigs(current, renderedFileMap(this.render(spec)), this.secretValues);
   }

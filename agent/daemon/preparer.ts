@@ -1,7 +1,19 @@
-import type { ContainerSpec } from '../model/spec.js';
+import {
+  establishedRunsOnHost,
+  hasKollaConfig,
+  HEALTHCHECKS_MOUNT,
+  type CheckSpec,
+  type ContainerSpec,
+} from '../model/spec.js';
 import type { PreparedExtras, Preparer } from '../executor/ports.js';
 
-export const HEALTHCHECKS_MOUNT = '/spcd/healthchecks';
+export { HEALTHCHECKS_MOUNT };
+
+/** True when the check runs one of the shipped scripts inside the container. */
+function usesScript(c: CheckSpec, spec: ContainerSpec): boolean {
+  if (c.probe.kind === 'established') return !establishedRunsOnHost(spec);
+  return c.probe.kind === 'exec' && c.probe.argv.some((a) => a.startsWith(`${HEALTHCHECKS_MOUNT}/`));
+}
 
 /** Rendered config for one container: written before a generation is created. */
 export interface ConfigPort {
@@ -35,13 +47,10 @@ export class MountPreparer implements Preparer {
   async prepare(spec: ContainerSpec): Promise<PreparedExtras> {
     const extraBinds: { source: string; target: string; readOnly: boolean }[] = [];
     const extraEnv: Record<string, string> = {};
-    const usesScripts = spec.healthchecks.some(
-      (c) => c.probe.kind === 'exec' && c.probe.argv.some((a) => a.startsWith(`${HEALTHCHECKS_MOUNT}/`)),
-    );
-    if (usesScripts)
+    if (spec.healthchecks.some((c) => usesScript(c, spec)))
       extraBinds.push({ source: this.healthchecksDir, target: HEALTHCHECKS_MOUNT, readOnly: true });
     let configHash = 'none';
-    if (spec.config.length > 0) {
+    if (hasKollaConfig(spec)) {
       const written = await this.config.write(spec);
       configHash = written.hash;
       extraBinds.push({ source: written.hostDir, target: KOLLA_CONFIG_DIR, readOnly: true });

@@ -1,5 +1,5 @@
 import { encodeIdentity } from '../model/labels.js';
-import type { BindMount } from '../model/spec.js';
+import { hasKollaConfig, type BindMount } from '../model/spec.js';
 import type { CreateRequest } from './types.js';
 
 /** The docker create body for a spec: pure, so it is unit-tested without an engine. */
@@ -29,7 +29,7 @@ export function createBody(req: CreateRequest): CreateBody {
   const binds = [...s.binds.map(bindString), ...(req.extraBinds ?? []).map((b) => bindString(b))];
   // With rendered kolla config, the image's kolla_start runs and reads the
   // command from config.json; the definition's command is not the Cmd.
-  const command = req.command ?? (s.config.length > 0 ? undefined : s.command);
+  const command = req.command ?? (hasKollaConfig(s) ? undefined : s.command);
   const hostConfig: Record<string, unknown> = {
     Privileged: s.privileged,
     NetworkMode: s.network,

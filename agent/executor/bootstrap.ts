@@ -13,7 +13,8 @@ const OUTPUT_TAIL = 64 * 1024;
 /**
  * Runs a container's one-shot bootstrap tasks (a db sync, say) before its
  * first start and before each upgrade: same image, config and mounts, the
- * task's command, a timeout and the exit codes it accepts. Output is kept
+ * task's command (or the container's own start) and environment, a timeout
+ * and the exit codes it accepts. Output is kept
  * with the generation. A failure stops the start or upgrade and touches no
  * running container.
  */
@@ -42,9 +43,11 @@ export async function runBootstrap(
       spec,
       identity,
       name,
-      command: task.command,
+      // Without a command the container starts as usual (a Kolla image: kolla_start, so
+      // kolla_set_configs runs), with the task's environment (KOLLA_BOOTSTRAP, say).
+      ...(task.command ? { command: task.command } : {}),
       extraBinds: extras.extraBinds,
-      extraEnv: extras.extraEnv,
+      extraEnv: { ...extras.extraEnv, ...(task.environment ?? {}) },
       extraLabels: { [LABEL.task]: task.name },
     });
     let exitCode: number | null = null;

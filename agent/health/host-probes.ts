@@ -3,11 +3,13 @@
  * containers that share the host network (tcp, http) and for process checks
  * (spcd sees every process in the host PID namespace). Each honors its timeout.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import { findEstablished, findProcess, type ProcTarget } from './proc.js';
 import type { HostProbes, ProbeOutcome } from './types.js';
+
+export { findProcess };
 
 function outcome(ok: boolean, output: string, started: number, timedOut = false): ProbeOutcome {
   return { ok, exitCode: null, timedOut, output, durationMs: Date.now() - started };
@@ -98,63 +100,9 @@ export function httpProbe(
   });
 }
 
-function read(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return undefined;
-  }
-}
-
-/** Descendants of pid (pid included), through /proc/<pid>/task/<tid>/children. */
-function descendants(root: number, limit = 100_000): number[] {
-  const out: number[] = [];
-  const stack = [root];
-  while (stack.length && out.length < limit) {
-    const p = stack.pop() as number;
-    out.push(p);
-    let tasks: string[];
-    try {
-      tasks = readdirSync(`/proc/${p}/task`);
-    } catch {
-      continue;
-    }
-    for (const t of tasks) {
-      const kids = read(`/proc/${p}/task/${t}/children`);
-      if (kids) for (const k of kids.split(' ')) if (k.trim()) stack.push(Number(k));
-    }
-  }
-  return out;
-}
-
-function commOf(pid: number): string | undefined {
-  return read(`/proc/${pid}/comm`)?.trimEnd();
-}
-
-/**
- * A process whose comm is `comm` (compared on its first 15 bytes, as the
- * kernel truncates) runs in the container: first among the descendants of the
- * container's init PID, then (for daemons reparented out of that tree) among
- * every process whose cgroup names the container id.
- */
-export function findProcess(comm: string, target: { containerId: string; pid: number }): number | undefined {
-  const want = comm.slice(0, 15);
-  if (target.pid > 0) {
-    for (const p of descendants(target.pid)) if (commOf(p) === want) return p;
-  }
-  if (!target.containerId) return undefined;
-  for (const ent of readdirSync('/proc')) {
-    const pid = Number(ent);
-    if (!Number.isInteger(pid) || pid <= 0) continue;
-    if (commOf(pid) !== want) continue;
-    if (read(`/proc/${pid}/cgroup`)?.includes(target.containerId)) return pid;
-  }
-  return undefined;
-}
-
 export async function processProbe(
   comm: string,
-  target: { containerId: string; pid: number },
+  target: ProcTarget,
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<ProbeOutcome> {
@@ -169,8 +117,42 @@ export async function processProbe(
     : outcome(false, `no process ${comm} in container`, started);
 }
 
+/**
+ * Kolla's healthcheck_port meaning, from the host's /proc: a process of the
+ * container named `name` has an ESTABLISHED TCP connection on one of `ports`.
+ */
+export async function establishedProbe(
+  name: string,
+  ports: readonly number[],
+  target: ProcTarget,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<ProbeOutcome> {
+  const started = Date.now();
+  const what = `${name} tcp port ${ports.join('|')}`;
+  if (signal.aborted) return outcome(false, `${what}: cancelled`, started);
+  const found = findEstablished(name, ports, target);
+  const took = Date.now() - started;
+  if (took > timeoutMs) return outcome(false, `${what}: scan took ${took} ms`, started, true);
+  if (found.connection) {
+    const c = found.connection;
+    return outcome(
+      true,
+      `${name} (pid ${c.pid}) has an established connection ${c.local} -> ${c.remote}`,
+      started,
+    );
+  }
+  if (found.pids.length === 0) return outcome(false, `no process ${name} in container`, started);
+  return outcome(
+    false,
+    `${name} (pid ${found.pids.join(', ')}) has no established tcp connection on port ${ports.join(' or ')}`,
+    started,
+  );
+}
+
 export const realHostProbes: HostProbes = {
   tcp: tcpProbe,
   http: httpProbe,
   process: processProbe,
+  established: establishedProbe,
 };

@@ -1,7 +1,7 @@
 /** Turns a check's probe definition into a function the worker calls each step. */
 import { isSpcdError } from '../errors.js';
 import type { ExecEngine } from '../engine/types.js';
-import type { CheckSpec } from '../model/spec.js';
+import { establishedArgv, establishedRunsOnHost, type CheckSpec } from '../model/spec.js';
 import type { HostProbes, ProbeFn, ProbeOutcome, WatchTarget } from './types.js';
 
 /** Why a host-side probe cannot run for this container, or undefined when it can. */
@@ -20,36 +20,43 @@ export function makeProbe(
   host: HostProbes,
 ): ProbeFn {
   const p = check.probe;
+  const execProbe =
+    (argv: readonly string[]): ProbeFn =>
+    async (signal) => {
+      try {
+        const r = await exec.exec(target.containerId, {
+          argv,
+          timeoutMs: check.timeoutMs,
+          maxOutputBytes: check.maxOutputBytes,
+          signal,
+        });
+        return { ok: !r.timedOut && r.exitCode === 0, ...r };
+      } catch (err) {
+        // The probe could not run (engine down, container gone): not the check's verdict.
+        const code = isSpcdError(err) ? err.code : 'INTERNAL';
+        const message = err instanceof Error ? err.message : String(err);
+        const o: ProbeOutcome = {
+          ok: false,
+          exitCode: null,
+          timedOut: false,
+          output: message,
+          inconclusive: code,
+        };
+        return o;
+      }
+    };
   switch (p.kind) {
     case 'exec':
-      return async (signal) => {
-        try {
-          const r = await exec.exec(target.containerId, {
-            argv: p.argv,
-            timeoutMs: check.timeoutMs,
-            maxOutputBytes: check.maxOutputBytes,
-            signal,
-          });
-          return { ok: !r.timedOut && r.exitCode === 0, ...r };
-        } catch (err) {
-          // The probe could not run (engine down, container gone): not the check's verdict.
-          const code = isSpcdError(err) ? err.code : 'INTERNAL';
-          const message = err instanceof Error ? err.message : String(err);
-          const o: ProbeOutcome = {
-            ok: false,
-            exitCode: null,
-            timedOut: false,
-            output: message,
-            inconclusive: code,
-          };
-          return o;
-        }
-      };
+      return execProbe(p.argv);
     case 'tcp':
       return (signal) => host.tcp(p.host, p.port, check.timeoutMs, signal);
     case 'http':
       return (signal) => host.http(p.url, p.expectStatus, check.timeoutMs, check.maxOutputBytes, signal);
     case 'process':
       return (signal) => host.process(p.comm, target, check.timeoutMs, signal);
+    case 'established':
+      return establishedRunsOnHost({ pid: target.pidMode, network: target.network })
+        ? (signal) => host.established(p.process, p.ports, target, check.timeoutMs, signal)
+        : execProbe(establishedArgv(p.process, p.ports));
   }
 }

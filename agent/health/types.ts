@@ -123,4 +123,12 @@ export interface HostProbes {
     timeoutMs: number,
     signal: AbortSignal,
   ): Promise<ProbeOutcome>;
+  /** Kolla's healthcheck_port meaning, from /proc (see agent/health/proc.ts). */
+  established(
+    process: string,
+    ports: readonly number[],
+    target: { readonly containerId: string; readonly pid: number },
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<ProbeOutcome>;
 }

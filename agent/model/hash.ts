@@ -68,6 +68,7 @@ export const SPEC_HASH_FIELDS = {
   healthchecks: false,
   role: false,
   config: false,
+  permissions: false,
   bootstrap: false,
   source: false,
 } as const satisfies { readonly [K in keyof ContainerSpec]-?: boolean };

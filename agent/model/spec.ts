@@ -59,6 +59,18 @@ export type CheckProbe =
       readonly kind: 'process';
       /** Matched against /proc/<pid>/comm (exact) of processes in the container's PID view. */
       readonly comm: string;
+    }
+  | {
+      /**
+       * Kolla's `healthcheck_port` meaning: a process of the container named
+       * `process` (its comm, or the base name of its program or script) has an
+       * ESTABLISHED TCP connection whose local or remote port is one of `ports`.
+       * Run from the host's /proc when the container shares the host's PID or
+       * network namespace, else through exec of healthchecks/healthcheck_port.
+       */
+      readonly kind: 'established';
+      readonly process: string;
+      readonly ports: readonly number[];
     };
 
 export type CheckSchedule =
@@ -90,12 +102,36 @@ export interface ConfigFileSpec {
   readonly mode: string;
   /** How values are escaped/validated: decided from the file name when absent. */
   readonly format: 'ini' | 'yaml' | 'json' | 'text';
+  /** Kolla's per-file flags, written to config.json only when set (absent = false). */
+  readonly optional?: boolean;
+  readonly merge?: boolean;
+  /** Kolla copies the source's owner and mode; owner and perm are left out of config.json. */
+  readonly preserveProperties?: boolean;
+}
+
+/** One entry of Kolla's config.json `permissions`: applied by kolla_set_configs at every start. */
+export interface KollaPermission {
+  /** Absolute path (or glob) inside the container. */
+  readonly path: string;
+  /** "user" or "user:group", resolved by name inside the container. */
+  readonly owner: string;
+  /** Four octal digits; absent = ownership only. */
+  readonly perm?: string;
+  readonly recurse: boolean;
 }
 
 /** A one-shot task run before first start and before each upgrade (issue #6). */
 export interface BootstrapTaskSpec {
   readonly name: string;
-  readonly command: readonly string[];
+  /**
+   * Replaces the container's command. Absent: the container starts as it
+   * would normally (for a Kolla image: kolla_start, so kolla_set_configs runs
+   * and config.json's command is executed) with `environment` added, e.g.
+   * KOLLA_BOOTSTRAP for a db sync.
+   */
+  readonly command?: readonly string[];
+  /** Added to the container's environment for this task only; absent = none. */
+  readonly environment?: Readonly<Record<string, string>>;
   readonly timeoutMs: number;
   readonly acceptExitCodes: readonly number[];
 }
@@ -145,6 +181,8 @@ export interface ContainerSpec {
   /** Marks the hypervisor container (libvirt): VM-safety rules apply to it. */
   readonly role: 'service' | 'hypervisor';
   readonly config: readonly ConfigFileSpec[];
+  /** Kolla config.json `permissions`; absent when the definition gives none. */
+  readonly permissions?: readonly KollaPermission[];
   readonly bootstrap: readonly BootstrapTaskSpec[];
   /** Where it came from, for error messages: "container-sets/compute.yaml:12". */
   readonly source: string;
@@ -188,4 +226,26 @@ export function findSet(sets: readonly SetSpec[], path: string): SetSpec | undef
     if (inner) return inner;
   }
   return undefined;
+}
+
+/** Where the shipped check scripts (healthchecks/) are mounted read-only in a container. */
+export const HEALTHCHECKS_MOUNT = '/spcd/healthchecks';
+
+/** True when spcd writes a Kolla config.json for the container (config files or permissions). */
+export function hasKollaConfig(spec: Pick<ContainerSpec, 'config' | 'permissions'>): boolean {
+  return spec.config.length > 0 || (spec.permissions?.length ?? 0) > 0;
+}
+
+/**
+ * An `established` check runs from the host's /proc when the host can see the
+ * container's processes and their sockets as the container does: a shared PID
+ * or network namespace. Otherwise it runs in the container, as Kolla's does.
+ */
+export function establishedRunsOnHost(spec: Pick<ContainerSpec, 'pid' | 'network'>): boolean {
+  return spec.pid === 'host' || spec.network === 'host';
+}
+
+/** The exec form of an `established` check: the shipped script, Kolla's argument order. */
+export function establishedArgv(process: string, ports: readonly number[]): string[] {
+  return [`${HEALTHCHECKS_MOUNT}/healthcheck_port`, process, ...ports.map(String)];
 }

@@ -1,5 +1,5 @@
 import { SpcdError } from '../errors.js';
-import type { ContainerSpec } from '../model/spec.js';
+import type { ContainerSpec, KollaPermission } from '../model/spec.js';
 
 /**
  * Kolla's config.json. Kolla images start with `kolla_start`, which runs
@@ -27,6 +27,9 @@ export interface KollaFile {
   readonly containerPath: string;
   readonly owner: string;
   readonly mode: string;
+  readonly optional?: boolean;
+  readonly merge?: boolean;
+  readonly preserveProperties?: boolean;
 }
 
 export function normalizeOwner(owner: string, container: string): string {
@@ -79,9 +82,13 @@ export function kollaCommand(spec: Pick<ContainerSpec, 'name' | 'command'>): str
   return argv.join(' ');
 }
 
-/** config.json text: 2-space indent (prettier-stable, so fixtures stay byte-exact), trailing newline. */
+/**
+ * config.json text: 2-space indent (prettier-stable, so fixtures stay byte-exact), trailing newline.
+ * Keys in Kolla's order; a flag is written only when true, as kolla-ansible's templates do; with
+ * preserve_properties set_configs copies the source's owner and mode, so owner and perm are left out.
+ */
 export function buildKollaConfigJson(
-  spec: Pick<ContainerSpec, 'name' | 'command'>,
+  spec: Pick<ContainerSpec, 'name' | 'command' | 'permissions'>,
   files: readonly KollaFile[],
 ): string {
   const doc = {
@@ -89,10 +96,21 @@ export function buildKollaConfigJson(
     config_files: files.map((f) => ({
       source: `${KOLLA_CONFIG_DIR}/${f.dest}`,
       dest: f.containerPath,
-      owner: f.owner,
-      perm: f.mode,
+      ...(f.preserveProperties ? {} : { owner: f.owner, perm: f.mode }),
+      ...(f.optional ? { optional: true } : {}),
+      ...(f.merge ? { merge: true } : {}),
+      ...(f.preserveProperties ? { preserve_properties: true } : {}),
     })),
-    permissions: [] as unknown[],
+    permissions: (spec.permissions ?? []).map((p) => kollaPermission(p, spec.name)),
   };
   return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+function kollaPermission(p: KollaPermission, container: string): Record<string, unknown> {
+  return {
+    path: p.path,
+    owner: normalizeOwner(p.owner, container),
+    ...(p.perm !== undefined ? { perm: normalizeMode(p.perm, container) } : {}),
+    ...(p.recurse ? { recurse: true } : {}),
+  };
 }

@@ -3,7 +3,7 @@ import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { CONFIG_HASH_SCHEME, NO_CONFIG_HASH } from '../model/hash.js';
 import { configHash } from './config-hash.js';
-import type { ConfigFileSpec, ContainerSpec } from '../model/spec.js';
+import { hasKollaConfig, type ConfigFileSpec, type ContainerSpec } from '../model/spec.js';
 import { createEnvironment, FilterError } from './environment.js';
 import { dottedPath, findLineBreakingValues, parseBackProblem, withSanitized } from './formats.js';
 import { buildKollaConfigJson, CONFIG_JSON, normalizeMode, normalizeOwner } from './kolla.js';
@@ -26,6 +26,9 @@ export interface RenderedFile {
   owner: string;
   mode: string;
   content: string;
+  optional?: boolean;
+  merge?: boolean;
+  preserveProperties?: boolean;
 }
 
 export interface RenderedConfig {
@@ -80,7 +83,7 @@ export class Renderer {
     values: Record<string, unknown>,
     secretValues: Set<string>,
   ): RenderedConfig {
-    if (spec.config.length === 0) return { files: [], configJson: '', hash: NO_CONFIG_HASH };
+    if (!hasKollaConfig(spec)) return { files: [], configJson: '', hash: NO_CONFIG_HASH };
     checkContainerName(spec.name);
     const seen = new Set<string>([CONFIG_JSON]);
     const files: RenderedFile[] = [];
@@ -99,7 +102,16 @@ export class Renderer {
       const owner = normalizeOwner(f.owner, spec.name);
       const mode = normalizeMode(f.mode, spec.name);
       const content = this.renderFile(spec.name, f, values, secretValues);
-      files.push({ dest: f.dest, containerPath, owner, mode, content });
+      files.push({
+        dest: f.dest,
+        containerPath,
+        owner,
+        mode,
+        content,
+        ...(f.optional ? { optional: true } : {}),
+        ...(f.merge ? { merge: true } : {}),
+        ...(f.preserveProperties ? { preserveProperties: true } : {}),
+      });
     }
     const configJson = buildKollaConfigJson(spec, files);
     const hash = configHash(files, configJson);

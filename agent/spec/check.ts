@@ -18,7 +18,7 @@ export const CHECK_DEFAULTS = {
 export const MAX_CHECK_OUTPUT = 1024 * 1024;
 export const CHECK_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
 
-const PROBE_KEYS = ['exec', 'shell', 'tcp', 'http', 'process'] as const;
+const PROBE_KEYS = ['exec', 'shell', 'tcp', 'http', 'process', 'established'] as const;
 const SCHEDULE_KEYS = ['interval', 'cron'] as const;
 const FIELD_KEYS = [
   'name',
@@ -221,7 +221,7 @@ function readProbe(r: Reader, m: Mapping, where: Where): CheckProbe | undefined 
     r.fail(
       kinds.length === 0 ? where : at(kinds[1] ?? 'exec'),
       kinds.length === 0
-        ? 'needs exactly one probe: exec, shell, tcp, http or process'
+        ? 'needs exactly one probe: exec, shell, tcp, http, process or established'
         : `gives more than one probe (${kinds.join(', ')}); keep exactly one`,
     );
     return undefined;
@@ -262,9 +262,32 @@ function readProbe(r: Reader, m: Mapping, where: Where): CheckProbe | undefined 
       });
       return comm === undefined ? undefined : { kind: 'process', comm };
     }
+    case 'established':
+      return readEstablished(r, m.established, at('established'));
     default:
       return undefined;
   }
+}
+
+/** `established: {process: nova-compute, ports: [5672]}`: Kolla's `healthcheck_port nova-compute 5672`. */
+function readEstablished(r: Reader, value: unknown, where: Where): CheckProbe | undefined {
+  const m = r.mapping(value, where, ['process', 'ports']);
+  if (!m) return undefined;
+  const at = (k: string): Where => r.child(m, k, where);
+  if (m.process === undefined) r.fail(where, 'process is required');
+  if (m.ports === undefined) r.fail(where, 'ports is required (a list of TCP ports, e.g. [5672])');
+  const process =
+    m.process === undefined
+      ? undefined
+      : r.string(m.process, at('process'), {
+          pattern: /^[A-Za-z0-9_.+@-]{1,64}$/,
+          what: 'a process name (its comm, or the base name of its program or script)',
+        });
+  const list = m.ports === undefined ? undefined : r.list(m.ports, at('ports'));
+  if (list && list.length === 0) r.fail(at('ports'), 'must name at least one port');
+  const ports = list?.map((p, i) => r.integer(p, r.child(list, i, at('ports')), 1, 65535));
+  if (!process || !ports || ports.length === 0 || ports.some((p) => p === undefined)) return undefined;
+  return { kind: 'established', process, ports: [...new Set(ports as number[])].sort((a, b) => a - b) };
 }
 
 function readTcp(r: Reader, value: unknown, where: Where): CheckProbe | undefined {

@@ -1,16 +1,9 @@
-import type {
-  BootstrapTaskSpec,
-  CgroupnsMode,
-  CheckSpec,
-  ConfigFileSpec,
-  ContainerSpec,
-  IpcMode,
-  PidMode,
-  UtsMode,
-} from '../model/spec.js';
+import type { CgroupnsMode, CheckSpec, ContainerSpec, IpcMode, PidMode, UtsMode } from '../model/spec.js';
 import { RESERVED_LABEL_PREFIX } from '../model/labels.js';
-import { CHECK_NAME, validateCheck, type CheckLibrary } from './check.js';
+import { validateCheck, type CheckLibrary } from './check.js';
 import { readSysctls, readUlimits } from './kernel-params.js';
+import { BOOTSTRAP_TIMEOUT_MS, readBootstrap } from './bootstrap.js';
+import { CONFIG_DEFAULTS, readConfig, readPermissions } from './kolla-config.js';
 import { readMounts } from './mounts.js';
 import type { Reader } from './read.js';
 import type { Where } from './where.js';
@@ -49,6 +42,7 @@ export const CONTAINER_KEYS = [
   'role',
   'healthchecks',
   'config',
+  'permissions',
   'bootstrap',
 ] as const;
 
@@ -63,9 +57,9 @@ export const CONTAINER_DEFAULTS = {
   stopSignal: 'SIGTERM',
   stopGraceMs: 10_000,
   role: 'service' as const,
-  configOwner: 'root',
-  configMode: '0600',
-  bootstrapTimeoutMs: 600_000,
+  configOwner: CONFIG_DEFAULTS.owner,
+  configMode: CONFIG_DEFAULTS.mode,
+  bootstrapTimeoutMs: BOOTSTRAP_TIMEOUT_MS,
 } as const;
 
 /** Linux capabilities (capabilities(7)), without the CAP_ prefix. */
@@ -121,12 +115,7 @@ const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const LABEL_KEY = /^[A-Za-z0-9][A-Za-z0-9._/-]*$/;
 const SIGNAL = /^SIG[A-Z0-9+-]+$/;
-const OWNER = /^[a-z_][a-z0-9_-]*(?::[a-z_][a-z0-9_-]*)?$/;
-const MODE = /^[0-7]{3,4}$/;
-const FORMATS = ['ini', 'yaml', 'json', 'text'] as const;
 const MIN_MEMORY = 6 * 1024 * 1024;
-const CONFIG_KEYS = ['template', 'dest', 'container_path', 'owner', 'mode', 'format'] as const;
-const BOOTSTRAP_KEYS = ['name', 'command', 'timeout', 'accept_exit_codes'] as const;
 
 export interface ContainerContext {
   readonly name: string;
@@ -204,7 +193,17 @@ export function validateContainer(
     opt('role', (v, w) => r.oneOf(v, w, ['service', 'hypervisor'] as const)) ?? CONTAINER_DEFAULTS.role;
   const healthchecks = opt('healthchecks', (v, w) => readChecks(r, v, w, ctx.library)) ?? [];
   const config = opt('config', (v, w) => readConfig(r, v, w)) ?? [];
+  const permissions = opt('permissions', (v, w) => readPermissions(r, v, w));
   const bootstrap = opt('bootstrap', (v, w) => readBootstrap(r, v, w)) ?? [];
+  if (
+    r.problems.count === before &&
+    command === undefined &&
+    (config.length > 0 || (permissions?.length ?? 0) > 0)
+  )
+    r.fail(
+      at(m.config !== undefined ? 'config' : 'permissions'),
+      "needs command: the image's kolla_start runs config.json's command, which spcd writes from it",
+    );
 
   if (
     r.problems.count !== before ||
@@ -248,6 +247,7 @@ export function validateContainer(
     healthchecks,
     role,
     config,
+    ...(permissions && permissions.length > 0 ? { permissions } : {}),
     bootstrap,
     source: `${where.file}:${where.line}`,
   };
@@ -329,114 +329,4 @@ function readChecks(
     out.push(check);
   });
   return ok ? out : undefined;
-}
-
-function formatFromName(dest: string): ConfigFileSpec['format'] {
-  const ext = /\.([A-Za-z0-9]+)$/.exec(dest)?.[1]?.toLowerCase();
-  if (ext === 'conf' || ext === 'ini') return 'ini';
-  if (ext === 'yaml' || ext === 'yml') return 'yaml';
-  if (ext === 'json') return 'json';
-  return 'text';
-}
-
-function readConfig(r: Reader, v: unknown, w: Where): ConfigFileSpec[] | undefined {
-  const list = r.list(v, w);
-  if (!list) return undefined;
-  const out: ConfigFileSpec[] = [];
-  const dests = new Map<string, string>();
-  const paths = new Map<string, string>();
-  const before = r.problems.count;
-  list.forEach((item, i) => {
-    const iw = r.child(list, i, w);
-    const m = r.mapping(item, iw, CONFIG_KEYS);
-    if (!m) return;
-    const at = (k: string): Where => r.child(m, k, iw);
-    for (const k of ['template', 'dest', 'container_path'] as const)
-      if (m[k] === undefined) r.fail(iw, `${k} is required`);
-    const template = m.template === undefined ? undefined : r.relPath(m.template, at('template'));
-    const dest = m.dest === undefined ? undefined : r.relPath(m.dest, at('dest'));
-    const containerPath =
-      m.container_path === undefined ? undefined : r.absPath(m.container_path, at('container_path'));
-    const owner =
-      m.owner === undefined
-        ? CONTAINER_DEFAULTS.configOwner
-        : r.string(m.owner, at('owner'), { pattern: OWNER, what: 'a user[:group] name' });
-    let mode: string | undefined = CONTAINER_DEFAULTS.configMode;
-    if (m.mode !== undefined) {
-      if (typeof m.mode !== 'string') {
-        r.fail(at('mode'), `must be a quoted octal string like "0600", not ${typeof m.mode}`);
-        mode = undefined;
-      } else {
-        mode = r.string(m.mode, at('mode'), { pattern: MODE, what: 'an octal file mode like "0600"' });
-        if (mode !== undefined) mode = mode.padStart(4, '0');
-      }
-    }
-    const format =
-      m.format === undefined
-        ? dest
-          ? formatFromName(dest)
-          : 'text'
-        : r.oneOf(m.format, at('format'), FORMATS);
-    if (!template || !dest || !containerPath || !owner || !mode || !format) return;
-    const firstDest = dests.get(dest);
-    if (firstDest !== undefined) {
-      r.fail(at('dest'), `dest ${dest} is already used by ${firstDest}`);
-      return;
-    }
-    const firstPath = paths.get(containerPath);
-    if (firstPath !== undefined) {
-      r.fail(at('container_path'), `container_path ${containerPath} is already used by ${firstPath}`);
-      return;
-    }
-    dests.set(dest, iw.path);
-    paths.set(containerPath, iw.path);
-    out.push({ template, dest, containerPath, owner, mode, format });
-  });
-  return r.problems.count === before ? out : undefined;
-}
-
-function readBootstrap(r: Reader, v: unknown, w: Where): BootstrapTaskSpec[] | undefined {
-  const list = r.list(v, w);
-  if (!list) return undefined;
-  const out: BootstrapTaskSpec[] = [];
-  const names = new Map<string, string>();
-  const before = r.problems.count;
-  list.forEach((item, i) => {
-    const iw = r.child(list, i, w);
-    const m = r.mapping(item, iw, BOOTSTRAP_KEYS);
-    if (!m) return;
-    const at = (k: string): Where => r.child(m, k, iw);
-    if (m.name === undefined) r.fail(iw, 'name is required');
-    if (m.command === undefined) r.fail(iw, 'command is required');
-    const name =
-      m.name === undefined
-        ? undefined
-        : r.string(m.name, at('name'), { pattern: CHECK_NAME, what: 'a task name ([a-z0-9][a-z0-9_.-]*)' });
-    const command =
-      m.command === undefined ? undefined : r.strings(m.command, at('command'), { nonEmpty: true });
-    const timeoutMs =
-      m.timeout === undefined
-        ? CONTAINER_DEFAULTS.bootstrapTimeoutMs
-        : r.duration(m.timeout, at('timeout'), 1);
-    let acceptExitCodes: number[] | undefined = [0];
-    if (m.accept_exit_codes !== undefined) {
-      const cw = at('accept_exit_codes');
-      const codes = r.list(m.accept_exit_codes, cw);
-      if (codes && codes.length === 0) r.fail(cw, 'must not be an empty list');
-      const ints = codes?.map((c, j) => r.integer(c, r.child(codes, j, cw), 0, 255));
-      acceptExitCodes =
-        ints && ints.length > 0 && ints.every((c) => c !== undefined)
-          ? [...new Set(ints as number[])].sort((a, b) => a - b)
-          : undefined;
-    }
-    if (!name || !command || timeoutMs === undefined || !acceptExitCodes) return;
-    const first = names.get(name);
-    if (first !== undefined) {
-      r.fail(at('name'), `task name "${name}" is already used by ${first}`);
-      return;
-    }
-    names.set(name, iw.path);
-    out.push({ name, command, timeoutMs, acceptExitCodes });
-  });
-  return r.problems.count === before ? out : undefined;
 }

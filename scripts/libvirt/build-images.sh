@@ -33,20 +33,9 @@ DOCKER="${DOCKER:-/usr/bin/docker}"
 REPO=spcd-e2e/libvirt
 PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86"
 
-log() { echo "build-images: $*" >&2; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-
-detect_mirror() {
-  local m=""
-  m=$(grep -hsE '^[[:space:]]*URIs:' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-    awk '{ for (i = 2; i <= NF; i++) print $i }' | grep -E '/debian/?$' | head -n1 || true)
-  if [ -z "$m" ]; then
-    m=$(grep -hsE '^[[:space:]]*deb[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-      awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) { print $i; break } }' | grep -E '/debian/?$' | head -n1 || true)
-  fi
-  echo "${m:-http://deb.debian.org/debian}"
-}
+# log, now, elapsed, detect_mirror
+# shellcheck source=../lib/debian.sh
+. "$here/../lib/debian.sh"
 MIRROR="${SPCD_E2E_MIRROR:-$(detect_mirror)}"
 
 need=()
@@ -61,7 +50,7 @@ fi
 input_hash() {
   local suite="$1"
   {
-    sha256sum "$0" "$here/image/qemu.conf" "$here/image/libvirtd.conf" | awk '{ print $1 }'
+    sha256sum "$0" "$here/../lib/debian.sh" "$here/image/qemu.conf" "$here/image/libvirtd.conf" | awk '{ print $1 }'
     echo "suite=$suite mirror=$MIRROR packages=$PACKAGES"
   } | sha256sum | cut -c1-16
 }

@@ -7,5 +7,13 @@ export default function setup(): void {
   };
   run('bash', ['scripts/ensure-docker.sh']);
   run('bash', ['scripts/build-demo-images.sh']);
+  // Kolla's runtime (set_configs.py, kolla_start) from ../shared, for kolla-set-configs.test.ts
+  // and kolla-bootstrap.test.ts. Cached by input hash; cold about 1.5-4 minutes (debootstrap),
+  // printed by the script. A failure is reported here and by those tests, not by every test.
+  try {
+    run('bash', ['scripts/kolla-runtime/build-image.sh']);
+  } catch (err) {
+    console.error(`global setup: scripts/kolla-runtime/build-image.sh failed: ${(err as Error).message}`);
+  }
   run('npx', ['tsc', '-p', 'tsconfig.build.json']);
 }

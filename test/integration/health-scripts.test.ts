@@ -14,7 +14,11 @@ import { join, resolve } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runExec } from '../../agent/engine/exec.js';
+import type { ExecEngine } from '../../agent/engine/types.js';
+import { makeProbe } from '../../agent/health/probe.js';
+import type { HostProbes, ProbeOutcome } from '../../agent/health/types.js';
 import { silentLogger } from '../../agent/log.js';
+import type { CheckSpec } from '../../agent/model/spec.js';
 
 const INSTANCE = 'health-scripts-test';
 const SCRIPTS = resolve('healthchecks');
@@ -46,6 +50,14 @@ async function waitFor(what: string, ms: number, fn: () => Promise<boolean>): Pr
 interface Run {
   code: number | null;
   out: string;
+}
+
+/** Reruns until the script passes (a connection just started may not be ESTABLISHED yet). */
+async function waitForRun(fn: () => Promise<Run>, ms = 10_000): Promise<Run> {
+  let last: Run = { code: null, out: '' };
+  await waitFor('the check to pass', ms, async () => (last = await fn()).code === 0).catch(() => undefined);
+  expect(last.code, last.out).toBe(0);
+  return last;
 }
 
 describe('check scripts in the busybox demo image', () => {
@@ -88,7 +100,7 @@ describe('check scripts in the busybox demo image', () => {
     await waitFor(
       'httpd in the container',
       10_000,
-      async () => (await run('/spcd/healthchecks/healthcheck_port', String(port))).code === 0,
+      async () => (await run('/spcd/healthchecks/healthcheck_listen', 'httpd', String(port))).code === 0,
     );
     await run('sh', '-c', 'touch /tmp/fresh && touch -t 200001010000 /tmp/old');
   });
@@ -101,16 +113,30 @@ describe('check scripts in the busybox demo image', () => {
 
   const hc = (name: string): string => `/spcd/healthchecks/healthcheck_${name}`;
 
-  it('healthcheck_port', async () => {
-    expect(await run(hc('port'), String(port))).toMatchObject({
-      code: 0,
-      out: `tcp port ${port}: listening (tcp)`,
-    });
-    expect(await run(hc('port'), String(closedPort))).toMatchObject({
+  it('healthcheck_port: an established connection of the named process, not a listener', async () => {
+    // httpd only listens: Kolla's healthcheck_port meaning is not met.
+    expect(await run(hc('port'), 'httpd', String(port))).toMatchObject({
       code: 1,
-      out: `tcp port ${closedPort}: nothing listening`,
+      out: expect.stringMatching(
+        new RegExp(`^httpd \\(pid \\d+\\) has no established tcp connection on port ${port}$`),
+      ),
     });
-    expect((await run(hc('port'), 'x')).code).toBe(1);
+    // A client that keeps a connection to httpd open, as nova-compute does to RabbitMQ.
+    await run('sh', '-c', `(sleep 60 | busybox nc 127.0.0.1 ${port} >/dev/null) >/dev/null 2>&1 &`);
+    const ok = await waitForRun(() => run(hc('port'), 'busybox', String(closedPort), String(port)));
+    expect(ok.out).toMatch(
+      new RegExp(`^busybox \\(pid \\d+\\) has an established connection on tcp port ${closedPort} ${port}$`),
+    );
+    expect(await run(hc('port'), 'busybox', String(closedPort))).toMatchObject({ code: 1 });
+    expect(await run(hc('port'), 'nova-compute', String(port))).toMatchObject({
+      code: 1,
+      out: 'no process named nova-compute',
+    });
+    expect((await run(hc('port'), 'httpd', 'x')).code).toBe(1);
+    expect(await run(hc('port'), String(port))).toMatchObject({
+      code: 1,
+      out: 'usage: healthcheck_port PROCESS PORT [PORT...]',
+    });
   });
 
   it('healthcheck_listen', async () => {
@@ -214,8 +240,15 @@ describe('check scripts on the Debian host (dash, coreutils, curl, python3)', ()
 
   it('port, listen and process', async () => {
     const comm = (await import('node:fs')).readFileSync('/proc/self/comm', 'utf8').trim();
-    expect(await run('port', String(port))).toMatchObject({ code: 0 });
-    expect(await run('port', String(closedPort))).toMatchObject({ code: 1 });
+    expect(await run('port', comm, String(port))).toMatchObject({ code: 1 });
+    const client = net.connect(port, '127.0.0.1');
+    await new Promise((r) => client.once('connect', r));
+    try {
+      await waitForRun(() => run('port', comm, String(port)));
+      expect(await run('port', comm, String(closedPort))).toMatchObject({ code: 1 });
+    } finally {
+      client.destroy();
+    }
     expect((await run('listen', comm, String(port))).code).toBe(0);
     expect((await run('listen', 'no-such-proc', String(port))).code).toBe(1);
     expect((await run('process', comm)).code).toBe(0);
@@ -265,7 +298,6 @@ describe.skipIf(!haveDebian)(`check scripts in the Debian image ${DEBIAN_IMAGE}`
   let id = '';
   let server: http.Server;
   let port = 0;
-  let closedPort = 0;
   let dir = '';
   let sockServer: net.Server;
   const run = async (...argv: string[]): Promise<Run> => {
@@ -278,7 +310,6 @@ describe.skipIf(!haveDebian)(`check scripts in the Debian image ${DEBIAN_IMAGE}`
     server = http.createServer((_req, res) => res.end('ok'));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     port = (server.address() as AddressInfo).port;
-    closedPort = await freePort();
     dir = mkdtempSync(join(tmpdir(), 'spcd-health-deb-'));
     sockServer = net.createServer((c) => c.end());
     await new Promise<void>((r) => sockServer.listen(join(dir, 'api.sock'), r));
@@ -304,8 +335,7 @@ describe.skipIf(!haveDebian)(`check scripts in the Debian image ${DEBIAN_IMAGE}`
   });
 
   it('port, process, filemod and socket work with dash and coreutils alone', async () => {
-    expect(await run(hc('port'), String(port))).toMatchObject({ code: 0 });
-    expect(await run(hc('port'), String(closedPort))).toMatchObject({ code: 1 });
+    expect(await run(hc('port'), 'sleep', String(port))).toMatchObject({ code: 1 });
     expect(await run(hc('process'), 'sleep')).toMatchObject({ code: 0 });
     expect(await run(hc('process'), 'nova-compute')).toMatchObject({ code: 1 });
     expect(await run(hc('listen'), 'sleep', String(port))).toMatchObject({ code: 1 });
@@ -321,5 +351,69 @@ describe.skipIf(!haveDebian)(`check scripts in the Debian image ${DEBIAN_IMAGE}`
       code: 1,
       out: `http://127.0.0.1:${port}/: neither curl nor wget in this image`,
     });
+  });
+});
+
+describe("an established check in a container with its own namespaces runs Kolla's form through exec", () => {
+  let id = '';
+  const exec: ExecEngine = { exec: (containerId, req) => runExec(docker, containerId, req, log) };
+  const unused = (): Promise<never> => Promise.reject(new Error('a host-side probe was used'));
+  const host: HostProbes = { tcp: unused, http: unused, process: unused, established: unused };
+  const amqp: CheckSpec = {
+    name: 'amqp',
+    probe: { kind: 'established', process: 'busybox', ports: [5672] },
+    schedule: { kind: 'interval', intervalMs: 30_000 },
+    timeoutMs: 10_000,
+    startPeriodMs: 0,
+    failureThreshold: 3,
+    successThreshold: 1,
+    action: 'restart',
+    maxOutputBytes: 4096,
+  };
+  const probe = (): Promise<ProbeOutcome> =>
+    makeProbe(
+      amqp,
+      {
+        name: 'x',
+        containerId: id,
+        pid: 0,
+        network: 'none',
+        pidMode: 'private',
+        startedAtMs: 0,
+        checks: [amqp],
+      },
+      exec,
+      host,
+    )(new AbortController().signal);
+  const sh = (cmd: string): Promise<unknown> =>
+    runExec(docker, id, { argv: ['sh', '-c', cmd], timeoutMs: 10_000, maxOutputBytes: 4096 }, log);
+
+  beforeAll(async () => {
+    const c = await docker.createContainer({
+      Image: 'spcd-demo/service:1',
+      name: `${INSTANCE}-est-${process.pid}`,
+      Cmd: ['/usr/local/bin/demo-service', 'sleep'],
+      Labels: { 'spcd.instance': INSTANCE },
+      HostConfig: { NetworkMode: 'none', Binds: [`${SCRIPTS}:/spcd/healthchecks:ro`] },
+    });
+    id = c.id;
+    await c.start();
+    // A listener (comm "nc") on 5672 in the container's own loopback.
+    await sh('(sleep 600 | nc -l -p 5672 >/dev/null) >/dev/null 2>&1 &');
+  });
+  afterAll(removeOurs);
+
+  it('unhealthy with no connection, healthy while connected, unhealthy after', async () => {
+    const before = await probe();
+    expect(before).toMatchObject({ ok: false, exitCode: 1, output: 'no process named busybox\n' });
+    await sh('sleep 600 | busybox nc 127.0.0.1 5672 >/dev/null 2>&1 & echo $! >/tmp/client.pid');
+    let last: ProbeOutcome = before;
+    await waitFor('the client connection', 10_000, async () => (last = await probe()).ok);
+    expect(last.output.trim()).toMatch(
+      /^busybox \(pid \d+\) has an established connection on tcp port 5672$/,
+    );
+    await sh('kill $(cat /tmp/client.pid)');
+    await waitFor('the client gone', 10_000, async () => !(last = await probe()).ok);
+    expect(last).toMatchObject({ exitCode: 1, output: 'no process named busybox\n' });
   });
 });

@@ -366,6 +366,7 @@ describe('health workers', () => {
       tcp: (h, p) => ok(`tcp ${h}:${p}`),
       http: (u) => ok(`http ${u}`),
       process: (comm, t) => ok(`process ${comm} ${t.pid}`),
+      established: (name, ports, t) => ok(`established ${name} ${ports.join(',')} ${t.pid}`),
     };
     const env = setup({ hostProbes });
     env.mgr.watch(
@@ -374,6 +375,7 @@ describe('health workers', () => {
           check({ name: 't', probe: { kind: 'tcp', host: '127.0.0.1', port: 5672 } }),
           check({ name: 'h', probe: { kind: 'http', url: 'http://127.0.0.1:8774/', expectStatus: [] } }),
           check({ name: 'p', probe: { kind: 'process', comm: 'nova-compute' } }),
+          check({ name: 'e', probe: { kind: 'established', process: 'nova-compute', ports: [5672] } }),
         ],
         { network: 'host' },
       ),
@@ -381,12 +383,55 @@ describe('health workers', () => {
     env.clock.advance(0);
     await flush();
     expect(seen.sort()).toEqual([
+      'established nova-compute 5672 1234',
       'http http://127.0.0.1:8774/',
       'process nova-compute 1234',
       'tcp 127.0.0.1:5672',
     ]);
     expect(env.exec.calls).toHaveLength(0);
     expect(env.mgr.snapshot('nova_compute')?.status).toBe('healthy');
+  });
+});
+
+describe('established checks pick host-side or exec', () => {
+  const established = check({
+    name: 'amqp',
+    probe: { kind: 'established', process: 'nova-compute', ports: [5671, 5672] },
+  });
+  const seen: string[] = [];
+  const hostProbes: HostProbes = {
+    tcp: () => Promise.reject(new Error('unused')),
+    http: () => Promise.reject(new Error('unused')),
+    process: () => Promise.reject(new Error('unused')),
+    established: (name) => {
+      seen.push(name);
+      return Promise.resolve({ ok: true, exitCode: null, timedOut: false, output: 'from /proc' });
+    },
+  };
+
+  it.each([
+    ['host network', { network: 'host' }],
+    ['host pid', { pidMode: 'host' as const }],
+  ])('reads /proc from the host for a container sharing the %s namespace', async (_what, opts) => {
+    seen.length = 0;
+    const env = setup({ hostProbes });
+    env.mgr.watch(target([established], opts));
+    env.clock.advance(0);
+    await flush();
+    expect(seen).toEqual(['nova-compute']);
+    expect(env.exec.calls).toHaveLength(0);
+  });
+
+  it("execs the shipped healthcheck_port in a container with its own namespaces, Kolla's argument order", async () => {
+    seen.length = 0;
+    const env = setup({ hostProbes });
+    env.mgr.watch(target([established], { network: 'bridge', pidMode: 'private' }));
+    env.clock.advance(0);
+    await flush();
+    expect(seen).toEqual([]);
+    expect(env.exec.calls.map((c) => c.req.argv)).toEqual([
+      ['/spcd/healthchecks/healthcheck_port', 'nova-compute', '5671', '5672'],
+    ]);
   });
 });
 

@@ -1,18 +1,18 @@
-import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../agent/log.js';
 import { Renderer, renderedFileMap } from '../../agent/render/renderer.js';
-import { collectSecretValues, loadValueFile, mergeValues } from '../../agent/render/values.js';
-import { COMPUTE_CONTAINERS } from '../fixtures/render/compute-specs.js';
+import { loadValueFile as loadYaml } from '../../agent/render/values.js';
+import { sampleValues, shippedCompute } from '../support/sample-values.js';
 
 /**
- * The shipped compute templates rendered from the sample values in
+ * The shipped compute set (container-sets/compute.yaml: every container with
+ * config files or permissions) rendered from the sample values in
  * test/fixtures/render/ and compared, byte for byte, with
  * test/fixtures/render/expected/<container>/<file>. After a deliberate
- * template change, regenerate with SPCD_UPDATE_EXPECTED=1 and review the diff.
+ * template or set change, regenerate with SPCD_UPDATE_EXPECTED=1 and review the diff.
  */
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -20,33 +20,28 @@ const repo = join(here, '..', '..');
 const fixtures = join(repo, 'test', 'fixtures', 'render');
 const templatesDir = join(repo, 'templates');
 const update = process.env.SPCD_UPDATE_EXPECTED === '1';
+const compute = await shippedCompute();
+const COMPUTE_CONTAINERS = compute.containers;
 
-let tmp: string;
 let values: Record<string, unknown>;
 let secretValues: Set<string>;
 
 beforeAll(async () => {
-  tmp = await mkdtemp(join(tmpdir(), 'spcd-render-tpl-'));
-  // git does not keep 0600: copy the sample secrets to a file with the mode spcd demands.
-  const secretsPath = join(tmp, 'secrets.yaml');
-  await copyFile(join(fixtures, 'secrets.yaml'), secretsPath);
-  await chmod(secretsPath, 0o600);
-  const secrets = await loadValueFile(secretsPath, { secret: true });
-  const merged = mergeValues({
-    setDefaults: await loadValueFile(join(fixtures, 'set-defaults.yaml')),
-    globals: await loadValueFile(join(fixtures, 'globals.yaml')),
-    hostValues: await loadValueFile(join(fixtures, 'host.yaml')),
-    secrets,
-  });
-  values = merged.values;
-  secretValues = collectSecretValues(secrets);
-});
-
-afterAll(async () => {
-  await rm(tmp, { recursive: true, force: true });
+  ({ values, secretValues } = await sampleValues());
 });
 
 describe('shipped compute templates', () => {
+  it("cover every container of the set, and the sample defaults are the set's own", async () => {
+    expect(COMPUTE_CONTAINERS.map((c) => c.name).sort()).toEqual([
+      'neutron_openvswitch_agent',
+      'nova_compute',
+      'nova_libvirt',
+      'openvswitch_db',
+      'openvswitch_vswitchd',
+    ]);
+    expect(await loadYaml(join(fixtures, 'set-defaults.yaml'))).toEqual(compute.defaults);
+  });
+
   for (const spec of COMPUTE_CONTAINERS) {
     it(`renders ${spec.name} as expected`, async () => {
       const renderer = new Renderer({ templatesDir, log: silentLogger() });
@@ -66,7 +61,7 @@ describe('shipped compute templates', () => {
   }
 
   it('gives the same hash on every run and a different one when a value changes', () => {
-    const spec = COMPUTE_CONTAINERS[0]!;
+    const spec = COMPUTE_CONTAINERS.find((c) => c.name === 'nova_compute')!;
     const a = new Renderer({ templatesDir, log: silentLogger() }).renderContainer(spec, values, secretValues);
     const b = new Renderer({ templatesDir, log: silentLogger() }).renderContainer(spec, values, secretValues);
     expect(b.hash).toBe(a.hash);
@@ -81,14 +76,14 @@ describe('shipped compute templates', () => {
   });
 
   it('writes kolla config.json with command, 4-digit perms and sources under /var/lib/kolla/config_files', () => {
-    const spec = COMPUTE_CONTAINERS[1]!;
+    const spec = COMPUTE_CONTAINERS.find((c) => c.name === 'nova_libvirt')!;
     const rendered = new Renderer({ templatesDir, log: silentLogger() }).renderContainer(
       spec,
       values,
       secretValues,
     );
     expect(JSON.parse(rendered.configJson)).toEqual({
-      command: '/usr/sbin/libvirtd --listen',
+      command: '/usr/sbin/libvirtd',
       config_files: [
         {
           source: '/var/lib/kolla/config_files/libvirtd.conf',
@@ -109,7 +104,7 @@ describe('shipped compute templates', () => {
 
   it('keeps the VM-survival settings in qemu.conf and libvirtd.conf', () => {
     const rendered = new Renderer({ templatesDir, log: silentLogger() }).renderContainer(
-      COMPUTE_CONTAINERS[1]!,
+      COMPUTE_CONTAINERS.find((c) => c.name === 'nova_libvirt')!,
       values,
       secretValues,
     );

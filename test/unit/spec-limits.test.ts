@@ -123,6 +123,14 @@ describe('sysctls follow the container namespaces (as runc checks them at start)
       's.yaml:5: containers.web.sysctls["net.core.somaxconn"]: must not contain NUL, carriage return or newline characters',
     ]);
   });
+
+  it("refuses a newline in a bootstrap task's environment value", async () => {
+    expect(
+      await shown(container('bootstrap: [{name: sync, environment: {KOLLA_BOOTSTRAP: "a\\nb"}}]')),
+    ).toEqual([
+      's.yaml:5: containers.web.bootstrap[0].environment.KOLLA_BOOTSTRAP: must not contain NUL, carriage return or newline characters',
+    ]);
+  });
 });
 
 describe('ulimits', () => {

@@ -3,21 +3,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { specHash } from '../../agent/model/hash.js';
 import { startOrder } from '../../agent/model/order.js';
-import { allContainers, findSet, type ContainerSpec } from '../../agent/model/spec.js';
+import { allContainers, findSet } from '../../agent/model/spec.js';
 import { formatProblem, loadDesired, validateDir } from '../../agent/spec/load.js';
-import { cleanupAfterEach, LIBRARY_FILE, writeDir } from '../fixtures/spec/helpers.js';
+import { cleanupAfterEach, LIBRARY_FILE, loadOne, writeDir } from '../fixtures/spec/helpers.js';
 
 cleanupAfterEach();
 
 const GOOD = new URL('../fixtures/spec/good', import.meta.url).pathname;
-
-async function loadOne(text: string): Promise<ContainerSpec> {
-  const dir = await writeDir({ 's.yaml': text });
-  const desired = await loadDesired({ setsDir: dir, checkLibraryFile: LIBRARY_FILE });
-  const all = allContainers(desired.sets);
-  expect(all).toHaveLength(1);
-  return all[0]!;
-}
 
 describe('loading the good fixture', () => {
   it('builds the set tree with full set paths and file:line sources', async () => {
@@ -240,7 +232,9 @@ describe('defaults', () => {
     const entries = ['a.conf', 'b.ini', 'c.yaml', 'd.yml', 'e.json', 'f.sh', 'policy']
       .map((d, i) => `      - {template: t${i}.j2, dest: ${d}, container_path: /etc/${d}}`)
       .join('\n');
-    const c = await loadOne(`set: s\ncontainers:\n  web:\n    image: busybox\n    config:\n${entries}\n`);
+    const c = await loadOne(
+      `set: s\ncontainers:\n  web:\n    image: busybox\n    command: [x]\n    config:\n${entries}\n`,
+    );
     expect(c.config.map((f) => f.format)).toEqual(['ini', 'ini', 'yaml', 'yaml', 'json', 'text', 'text']);
   });
 
@@ -263,7 +257,7 @@ describe('library templates', () => {
         '  web:',
         '    image: busybox',
         '    healthchecks:',
-        '      - {use: port, name: amqp, args: ["5672"], interval: 30s, action: stop}',
+        '      - {use: port, name: amqp, args: [nova-compute, "5672"], interval: 30s, action: stop}',
         '      - {use: process, args: [nova-compute]}',
         '      - {use: curl, name: direct, http: "http://127.0.0.1/"}',
         '',
@@ -272,7 +266,7 @@ describe('library templates', () => {
     expect(c.healthchecks.map((h) => [h.name, h.probe, h.schedule, h.action])).toEqual([
       [
         'amqp',
-        { kind: 'exec', argv: ['/spcd/healthchecks/healthcheck_port', '5672'] },
+        { kind: 'exec', argv: ['/spcd/healthchecks/healthcheck_port', 'nova-compute', '5672'] },
         { kind: 'interval', intervalMs: 30_000 },
         'stop',
       ],

@@ -469,7 +469,7 @@ describe('health checks', () => {
       'no probe',
       ['- {name: x, interval: 10s}'],
       's.yaml:6: containers.web.healthchecks[0]',
-      'needs exactly one probe: exec, shell, tcp, http or process',
+      'needs exactly one probe: exec, shell, tcp, http, process or established',
     ],
     [
       'two probes',
