@@ -34,6 +34,11 @@ export const ERRORS = {
     status: 422,
     summary: 'A template or destination path leaves its allowed directory.',
   },
+  UNTRUSTED_PATH: {
+    status: 422,
+    summary:
+      'A templates or checks directory (or a folder above it) is writable by, or owned by, someone other than root.',
+  },
   SECRETS_INSECURE: { status: 422, summary: 'The secrets file is readable by others than its owner.' },
   CONFIG_WRITE_FAILED: {
     status: 500,

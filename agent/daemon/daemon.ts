@@ -12,6 +12,7 @@ import { envFailpoint } from '../executor/failpoint.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { Reconciler } from '../reconciler/reconciler.js';
 import { loadDesired } from '../spec/load.js';
+import { assertTrustedDir } from '../spec/trusted-dirs.js';
 import { Journal } from '../state/journal.js';
 import { StateStore } from '../state/store.js';
 import type { PlanItem, PlanView } from '../api/types.js';
@@ -53,6 +54,9 @@ export function packageVersion(): string {
 
 /** Loads the definitions, turning any problem into one typed error (nothing half-applied). */
 export async function loadDefinitions(settings: Settings): Promise<DesiredState> {
+  // Whoever can write these is root on the host: refuse them unless only root can (docs/security.md).
+  await assertTrustedDir(settings.templatesDir, 'templates directory');
+  await assertTrustedDir(settings.healthchecksDir, 'checks directory');
   return loadDesired({
     setsDir: settings.setsDir,
     ...(settings.overridesFile ? { overridesFile: settings.overridesFile } : {}),
