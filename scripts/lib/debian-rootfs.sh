@@ -100,6 +100,7 @@ rootfs_cleanup_trap() {
 rootfs_slim() {
   local root="$1"
   rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/cache/apt/*.bin "$root"/var/lib/apt/lists/* \
+    "$root"/var/lib/apt/lists/.spcd-updated \
     "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
     "$root"/usr/share/locale/* "$root"/dev/* "$root"/run/* "$root"/tmp/*
 }
