@@ -1,5 +1,5 @@
 /**
- * MariaDB, RabbitMQ and Keystone from spcd-e2e/openstack:zed under a real
+ * MariaDB, RabbitMQ, memcached and Keystone from spcd-e2e/openstack:zed under a real
  * spcd (issue #12 part 2, container-sets-e2e/openstack/control.yaml,
  * docs/openstack-e2e.md). spcd renders the templates, runs the bootstrap
  * tasks (mariadb initialises its data folder and creates keystone's database;
@@ -60,7 +60,7 @@ afterAll(async () => {
 }, 120_000);
 
 describe('openstack control set under spcd', () => {
-  it('brings up mariadb, rabbitmq and keystone; keystone issues a token', async () => {
+  it('brings up mariadb, rabbitmq, memcached and keystone; keystone issues a token', async () => {
     const keystone = name('keystone');
     const token = await waitFor(
       'a token from keystone on 127.0.0.1:15000',
@@ -93,7 +93,7 @@ describe('openstack control set under spcd', () => {
     expect(token.failed, 'a bootstrap task failed').toBeUndefined();
     expect(token.token).toMatch(/^gAAAAA/);
 
-    for (const svc of ['mariadb', 'rabbitmq', 'keystone']) {
+    for (const svc of ['mariadb', 'rabbitmq', 'memcached', 'keystone']) {
       const c = await inspect(name(svc));
       expect(c?.State.Running, svc).toBe(true);
       expect(c?.Config.Labels['spcd.instance']).toBe(sb.instance);
@@ -108,5 +108,12 @@ describe('openstack control set under spcd', () => {
       { timeoutMs: 240_000, intervalMs: 3000 },
     );
     expect(ping.exitCode).toBe(0);
+    const mc = await inspect(name('memcached'));
+    const version = await execIn(mc?.Id ?? '', [
+      'bash',
+      '-c',
+      'exec 3<>/dev/tcp/127.0.0.1/11311; printf "version\\r\\n" >&3; head -n1 <&3',
+    ]);
+    expect(version.stdout).toMatch(/^VERSION 1\.6\./);
   }, 1_200_000);
 });
