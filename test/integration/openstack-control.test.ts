@@ -1,5 +1,6 @@
 /**
- * MariaDB, RabbitMQ, memcached and Keystone from spcd-e2e/openstack:zed under a real
+ * MariaDB, RabbitMQ, memcached, Keystone and Placement from
+ * spcd-e2e/openstack:zed under a real
  * spcd (issue #12 part 2, container-sets-e2e/openstack/control.yaml,
  * docs/openstack-e2e.md). spcd renders the templates, runs the bootstrap
  * tasks (mariadb initialises its data folder and creates keystone's database;
@@ -60,7 +61,7 @@ afterAll(async () => {
 }, 120_000);
 
 describe('openstack control set under spcd', () => {
-  it('brings up mariadb, rabbitmq, memcached and keystone; keystone issues a token', async () => {
+  it('brings up mariadb, rabbitmq, memcached, keystone and placement; keystone issues a token', async () => {
     const keystone = name('keystone');
     const token = await waitFor(
       'a token from keystone on 127.0.0.1:15000',
@@ -93,7 +94,7 @@ describe('openstack control set under spcd', () => {
     expect(token.failed, 'a bootstrap task failed').toBeUndefined();
     expect(token.token).toMatch(/^gAAAAA/);
 
-    for (const svc of ['mariadb', 'rabbitmq', 'memcached', 'keystone']) {
+    for (const svc of ['mariadb', 'rabbitmq', 'memcached', 'keystone', 'placement']) {
       const c = await inspect(name(svc));
       expect(c?.State.Running, svc).toBe(true);
       expect(c?.Config.Labels['spcd.instance']).toBe(sb.instance);
@@ -115,5 +116,15 @@ describe('openstack control set under spcd', () => {
       'exec 3<>/dev/tcp/127.0.0.1/11311; printf "version\\r\\n" >&3; head -n1 <&3',
     ]);
     expect(version.stdout).toMatch(/^VERSION 1\.6\./);
+    const placement = await inspect(name('placement'));
+    const root = await waitFor(
+      'placement API on 127.0.0.1:18778',
+      async () => {
+        const r = await execIn(placement?.Id ?? '', ['curl', '-sf', 'http://127.0.0.1:18778/']);
+        return r.exitCode === 0 ? r.stdout : undefined;
+      },
+      { timeoutMs: 300_000, intervalMs: 3000 },
+    );
+    expect(JSON.parse(root)).toMatchObject({ versions: [{ id: 'v1.0', status: 'CURRENT' }] });
   }, 1_200_000);
 });
