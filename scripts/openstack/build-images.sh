@@ -64,6 +64,25 @@ rootfs_need_tools
 MIRROR="${SPCD_E2E_MIRROR:-$(rootfs_detect_mirror)}"
 T0=$(now)
 
+# Stage 2's files, staged first: its hash is the hash of exactly what goes in.
+mkdir -p "$CACHE/rootfs" "$CACHE/logs" "$CACHE/work"
+ctx=$(mktemp -d "$CACHE/work/$NAME-layer.XXXXXX")
+work=""
+cleanup() {
+  rm -rf "$ctx"
+  if [ -n "$work" ]; then eval "$(rootfs_cleanup_trap "$work")"; fi
+}
+trap cleanup EXIT
+install -m 0755 "$KOLLA/set_configs.py" "$ctx/kolla_set_configs"
+install -m 0755 "$KOLLA/start.sh" "$ctx/kolla_start"
+install -m 0755 "$KOLLA/copy_cacerts.sh" "$ctx/kolla_copy_cacerts"
+for f in healthcheck_curl healthcheck_filemod healthcheck_listen healthcheck_port healthcheck_socket; do
+  install -m 0755 "$KOLLA/$f" "$ctx/$f"
+done
+install -m 0440 "$KOLLA/sudoers" "$ctx/sudoers"
+install -m 0755 "$here/image/kolla_extend_start" "$ctx/kolla_extend_start"
+install -m 0755 "$here/image/nova-compute" "$ctx/nova-compute"
+
 rootfs_hash=$({
   sha256sum "$here/rootfs.sh" "$here/image/packages" "$here/image/users" "$here/image/debconf.preseed" \
     "$repo/scripts/lib/debian-rootfs.sh" | awk '{ print $1 }'
@@ -71,8 +90,8 @@ rootfs_hash=$({
 } | sha256sum | cut -c1-16)
 input_hash=$({
   echo "$rootfs_hash"
-  sha256sum "$0" "$here/image/kolla_extend_start" "$here/image/nova-compute" | awk '{ print $1 }'
-  for f in $KOLLA_FILES; do sha256sum "$KOLLA/$f" | awk '{ print $1 }'; done
+  sha256sum "$0" | awk '{ print $1 }'
+  (cd "$ctx" && find . -type f -printf '%m %p\n' | sort && find . -type f -print0 | sort -z | xargs -0 sha256sum)
 } | sha256sum | cut -c1-16)
 
 label() { "$DOCKER" image inspect -f "{{index .Config.Labels \"$2\"}}" "$1" 2>/dev/null || true; }
@@ -90,7 +109,6 @@ replace_old() { # IMAGE OLD_ID: drops the image a rebuild replaced (harmless whi
   if [ -n "$2" ] && [ "$2" != "$new" ]; then "$DOCKER" rmi "$2" >/dev/null 2>&1 || true; fi
 }
 
-mkdir -p "$CACHE/rootfs" "$CACHE/logs" "$CACHE/work"
 exec 9>"$CACHE/lock.$NAME"
 flock 9
 force="${SPCD_E2E_FORCE:-0}"
@@ -110,8 +128,6 @@ if [ "$force" = 1 ] || [ "$(label "$BASE" spcd-e2e.input-hash)" != "$rootfs_hash
     work="$CACHE/work/$NAME.$$"
     rm -rf "$work"
     mkdir -p "$work"
-    # shellcheck disable=SC2064
-    trap "$(rootfs_cleanup_trap "$work")" EXIT
     log "debootstrap $SUITE from $MIRROR and apt-get install (log: $logf)"
     t0=$(now)
     if ! openstack_rootfs "$work/root" "$SUITE" "$MIRROR" "$CACHE/debs/$NAME" "$logf" "$work/meta"; then
@@ -127,6 +143,7 @@ if [ "$force" = 1 ] || [ "$(label "$BASE" spcd-e2e.input-hash)" != "$rootfs_hash
     rootfs_tar "$work/root" "$tar"
     mv "$work/meta" "$meta"
     rm -rf "$work"
+    work=""
     echo "phase=tar seconds=$(elapsed "$t0" "$(now)") tar_bytes=$(stat -c %s "$tar")"
   fi
   t0=$(now)
@@ -153,17 +170,6 @@ while IFS='=' read -r k v; do
   esac
 done <"$meta"
 t0=$(now)
-ctx=$(mktemp -d "$CACHE/work/$NAME-layer.XXXXXX")
-trap 'rm -rf "$ctx"' EXIT
-install -m 0755 "$KOLLA/set_configs.py" "$ctx/kolla_set_configs"
-install -m 0755 "$KOLLA/start.sh" "$ctx/kolla_start"
-install -m 0755 "$KOLLA/copy_cacerts.sh" "$ctx/kolla_copy_cacerts"
-for f in healthcheck_curl healthcheck_filemod healthcheck_listen healthcheck_port healthcheck_socket; do
-  install -m 0755 "$KOLLA/$f" "$ctx/$f"
-done
-install -m 0440 "$KOLLA/sudoers" "$ctx/sudoers"
-install -m 0755 "$here/image/kolla_extend_start" "$ctx/kolla_extend_start"
-install -m 0755 "$here/image/nova-compute" "$ctx/nova-compute"
 base_id=$("$DOCKER" image inspect -f '{{.Id}}' "$BASE")
 cat >"$ctx/Dockerfile" <<EOF
 FROM $base_id
