@@ -28,15 +28,11 @@ DOCKER="${DOCKER:-/usr/bin/docker}"
 KOLLA_PEER="${KOLLA_PEER:-$repo_root/../shared/peers/kolla-2024.1}"
 IMAGE=spcd-e2e/kolla-runtime:bookworm
 SUITE=bookworm
-# shellcheck source=../lib/debian.sh
-. "$here/../lib/debian.sh"
-MIRROR="${SPCD_E2E_MIRROR:-$(detect_mirror)}"
-for tool in debootstrap flock; do
-  command -v "$tool" >/dev/null 2>&1 || {
-    log "needs $tool (scripts/libvirt/build-images.sh installs debootstrap and util-linux)"
-    exit 1
-  }
-done
+log() { echo "${0##*/}: $*" >&2; }
+# shellcheck source=../lib/debian-rootfs.sh
+. "$here/../lib/debian-rootfs.sh"
+MIRROR="${SPCD_E2E_MIRROR:-$(rootfs_detect_mirror)}"
+rootfs_need_tools
 
 # Kolla's users and groups (docker/base in openstack/kolla): name uid.
 KOLLA_USERS="kolla:42400 glance:42415 keystone:42425 qemu:42427 mysql:42434 neutron:42435 nova:42436
@@ -54,7 +50,7 @@ done
 
 T0=$(now)
 hash=$({
-  sha256sum "$0" "$here/../lib/debian.sh" "$here/extend_start" | awk '{ print $1 }'
+  sha256sum "$0" "$here/../lib/debian-rootfs.sh" "$here/extend_start" | awk '{ print $1 }'
   for pair in $KOLLA_FILES sudoers:; do sha256sum "$KOLLA_PEER/${pair%%:*}" | awk '{ print $1 }'; done
   echo "suite=$SUITE mirror=$MIRROR users=$KOLLA_USERS"
 } | sha256sum | cut -c1-16)

@@ -33,24 +33,17 @@ DOCKER="${DOCKER:-/usr/bin/docker}"
 REPO=spcd-e2e/libvirt
 PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86"
 
-# log, now, elapsed, detect_mirror
-# shellcheck source=../lib/debian.sh
-. "$here/../lib/debian.sh"
-MIRROR="${SPCD_E2E_MIRROR:-$(detect_mirror)}"
-
-need=()
-command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
-command -v flock >/dev/null 2>&1 || need+=(util-linux)
-if [ "${#need[@]}" -gt 0 ]; then
-  log "installing ${need[*]} from Debian"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
-fi
+log() { echo "build-images: $*" >&2; }
+# shellcheck source=../lib/debian-rootfs.sh
+. "$here/../lib/debian-rootfs.sh"
+MIRROR="${SPCD_E2E_MIRROR:-$(rootfs_detect_mirror)}"
+rootfs_need_tools
 
 input_hash() {
   local suite="$1"
   {
-    sha256sum "$0" "$here/../lib/debian.sh" "$here/image/qemu.conf" "$here/image/libvirtd.conf" | awk '{ print $1 }'
+    sha256sum "$0" "$here/image/qemu.conf" "$here/image/libvirtd.conf" "$here/../lib/debian-rootfs.sh" |
+      awk '{ print $1 }'
     echo "suite=$suite mirror=$MIRROR packages=$PACKAGES"
   } | sha256sum | cut -c1-16
 }
@@ -111,35 +104,19 @@ build_one() {
   rm -rf "$work"
   mkdir -p "$work"
   # shellcheck disable=SC2064
-  trap "umount -l '$work/root/proc' '$work/root/var/cache/apt/archives' 2>/dev/null || true; rm -rf '$work'" EXIT
+  trap "$(rootfs_cleanup_trap "$work")" EXIT
   log "$suite: debootstrap from $MIRROR (log: $logf)"
   t0=$(now)
-  if ! debootstrap --variant=minbase --cache-dir="$CACHE/debs/$suite" "$suite" "$work/root" "$MIRROR" >>"$logf" 2>&1; then
-    log "$suite: debootstrap failed; last lines of $logf:"
-    tail -n 30 "$logf" >&2
-    return 1
-  fi
+  rootfs_debootstrap "$work/root" "$suite" "$MIRROR" "$CACHE/debs/$suite" "$logf" || return 1
   t1=$(now)
   echo "phase=debootstrap suite=$suite seconds=$(elapsed "$t0" "$t1")"
 
   local root="$work/root"
   t0=$(now)
-  mount -t proc proc "$root/proc"
-  printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
-  chmod 755 "$root/usr/sbin/policy-rc.d"
-  # Reuse the package cache across builds (the chroot's apt downloads there).
-  mkdir -p "$root/var/cache/apt/archives"
-  mount --bind "$CACHE/debs/$suite" "$root/var/cache/apt/archives"
-  if ! {
-    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-      # shellcheck disable=SC2086
-      chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $PACKAGES
-  } >>"$logf" 2>&1; then
-    log "$suite: apt-get install in the chroot failed; last lines of $logf:"
-    tail -n 30 "$logf" >&2
-    return 1
-  fi
-  umount "$root/var/cache/apt/archives"
+  # /proc, a policy-rc.d that starts nothing, the package cache across builds.
+  rootfs_prepare "$root" "$CACHE/debs/$suite"
+  # shellcheck disable=SC2086
+  rootfs_apt "$root" "$logf" $PACKAGES || return 1
   # libvirtd refuses to start without its qemu user, even when qemu runs as root.
   grep -q '^libvirt-qemu:' "$root/etc/group" || echo 'libvirt-qemu:x:64055:' >>"$root/etc/group"
   grep -q '^libvirt-qemu:' "$root/etc/passwd" ||
@@ -154,20 +131,16 @@ build_one() {
   local libvirt_version qemu_version
   libvirt_version=$(chroot "$root" dpkg-query -W -f '${Version}' libvirt-daemon | sed -e 's/^[0-9]*://' -e 's/-[^-]*$//')
   qemu_version=$(chroot "$root" dpkg-query -W -f '${Version}' qemu-system-x86 | sed -e 's/^[0-9]*://' -e 's/[-+].*$//')
-  umount "$root/proc"
+  rootfs_release "$root"
   # Slim the tree: package caches, lists, docs. Keep /usr/share/qemu (firmware).
-  rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/cache/apt/*.bin "$root"/var/lib/apt/lists/* \
-    "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
-    "$root"/usr/share/locale/* "$root"/dev/* "$root"/run/* "$root"/tmp/*
+  rootfs_slim "$root"
   mkdir -p "$root/run/libvirt"
-  rm -f "$root/usr/sbin/policy-rc.d"
   t1=$(now)
   echo "phase=chroot-install suite=$suite seconds=$(elapsed "$t0" "$t1") libvirt_version=$libvirt_version qemu_version=$qemu_version"
 
   t0=$(now)
   rm -f "$CACHE/rootfs/$suite"-*.tar "$CACHE/rootfs/$suite"-*.env
-  tar --numeric-owner -C "$root" -cf "$tar.part" .
-  mv "$tar.part" "$tar"
+  rootfs_tar "$root" "$tar"
   printf 'libvirt_version=%s\nqemu_version=%s\n' "$libvirt_version" "$qemu_version" >"$meta"
   rm -rf "$work"
   t1=$(now)

@@ -16,7 +16,7 @@ async function cli(argv: string[]): Promise<{ code: number; out: string; err: st
 }
 
 describe('spcctl validate on the shipped definitions', () => {
-  it.each(['container-sets', 'container-sets/demo', 'container-sets-e2e'])(
+  it.each(['container-sets', 'container-sets/demo', 'container-sets-e2e', 'container-sets-e2e/openstack'])(
     '%s is valid with the shipped check library',
     async (dir) => {
       const r = await cli(['validate', dir]);
