@@ -11,7 +11,7 @@ import type { ContainerSpec } from './spec.js';
 
 /**
  * Every past spec-hash scheme, kept so a container labelled by an older spcd
- * is judged by the rules it was created under (docs/decisions/0007-hash-h-hash.md):
+ * is judged by the rules it was created under (docs/decisions/0007-hash-schemes.md):
  * the desired spec hashed under the label's scheme is equal -> adopt as it
  * is, different -> a real edit -> replace (which writes the current scheme).
  * A scheme not listed here (a newer spcd wrote it, spcd was downgraded) says

@@ -10,7 +10,7 @@ import type { ContainerSpec } from './spec.js';
  * Scheme v2 hashes the *pruned* form: a field that is absent or at its
  * default has no key at all, at any depth. So a container option added to spcd later
  * changes no hash of a definition that does not use it, and upgrading spcd
- * recreates nothing (docs/decisions/0007-hash-h-hash.md). Containers labelled
+ * recreates nothing (docs/decisions/0007-hash-schemes.md). Containers labelled
  * by an older scheme are compared under that scheme (hash-schemes.ts).
  *
  * A change to the hashed form of an existing spec (a field moved into or out

@@ -13,7 +13,7 @@ export interface HashedFile {
  * kolla's config.json. config.json counts by meaning, not by text: a key at
  * its default (false, [], {}, null) and the order of keys do not count. So a
  * kolla option added to spcd later changes no hash of a container that does
- * not use it (docs/decisions/0007-hash-h-hash.md). A config.json that spcd 0.1
+ * not use it (docs/decisions/0007-hash-schemes.md). A config.json that spcd 0.1
  * could have written is hashed through the exact text it wrote, so the labels
  * it left still match; one that uses an option it did not know hashes its
  * pruned canonical form.

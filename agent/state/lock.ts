@@ -6,7 +6,7 @@
  *
  * A lock whose PID is gone, a zombie, or now a different process (another
  * start time: the PID was reused) is stale: a SIGKILLed spcd never blocks its
- * own restart. See docs/decisions/0007-state-dir-lock-h-boot.md for the limits
+ * own restart. See docs/decisions/0009-state-dir-lock.md for the limits
  * (one PID namespace; two spcds breaking the same stale lock at once).
  */
 import { randomBytes } from 'node:crypto';
