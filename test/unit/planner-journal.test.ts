@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { specHash } from '../../agent/model/hash.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
-import type { ContainerSpec } from '../../agent/model/spec.js';
 import { plan } from '../../agent/planner/plan.js';
 import { NO_FACTS, type DesiredContainer, type JournalHold } from '../../agent/planner/types.js';
 import { containerSpec } from '../support/spec.js';
+import { desiredOf, observedOf } from '../support/planner.js';
 
 /**
  * The planner and the journal: an instance an unresolved (quarantined)
@@ -12,38 +11,12 @@ import { containerSpec } from '../support/spec.js';
  * target that failed and was rolled back is not retried until the
  * definition changes. Pure: the journal arrives as data.
  */
-const desired = (s: ContainerSpec, configHash = 'none'): DesiredContainer => ({
-  spec: s,
-  specHash: specHash(s),
-  configHash,
-});
-
-function instance(
+const desired = desiredOf;
+const instance = (
   d: DesiredContainer,
   gen: number,
   over: Partial<ObservedContainer> = {},
-): ObservedContainer {
-  return {
-    id: `${d.spec.name}-id-${gen}`,
-    name: d.spec.name,
-    identity: {
-      instance: 'i',
-      set: 's',
-      container: d.spec.name,
-      generation: gen,
-      specHash: d.specHash,
-      configHash: d.configHash,
-    },
-    state: 'running',
-    image: d.spec.image,
-    imageId: 'sha256:x',
-    startedAt: '2026-01-01T00:00:00Z',
-    finishedAt: '',
-    exitCode: 0,
-    pid: 100,
-    ...over,
-  };
-}
+): ObservedContainer => observedOf(d, over, gen);
 
 const NOW = 1_000_000;
 const hold = (name: string, reason = 'undo failed'): Map<string, JournalHold> =>

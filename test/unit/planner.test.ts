@@ -1,41 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { specHash } from '../../agent/model/hash.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
 import { plan } from '../../agent/planner/plan.js';
 import { NO_FACTS, type DesiredContainer, type RuntimeFacts } from '../../agent/planner/types.js';
 import { containerSpec, GOLDEN_V1, MINIMAL, RICH } from '../support/spec.js';
+import { desiredOf, observedOf } from '../support/planner.js';
 
 const spec = containerSpec;
 
-const desired = (s: ContainerSpec, configHash = 'none'): DesiredContainer => ({
-  spec: s,
-  specHash: specHash(s),
-  configHash,
-});
-
-function observed(d: DesiredContainer, over: Partial<ObservedContainer> = {}, gen = 1): ObservedContainer {
-  return {
-    id: `${d.spec.name}-id-${gen}`,
-    name: d.spec.name,
-    identity: {
-      instance: 'i',
-      set: 's',
-      container: d.spec.name,
-      generation: gen,
-      specHash: d.specHash,
-      configHash: d.configHash,
-    },
-    state: 'running',
-    image: d.spec.image,
-    imageId: 'sha256:x',
-    startedAt: '2026-01-01T00:00:00Z',
-    finishedAt: '',
-    exitCode: 0,
-    pid: 100,
-    ...over,
-  };
-}
+const desired = desiredOf;
+const observed = observedOf;
 
 const NOW = 1_000_000;
 const facts = (entries: [string, Partial<RuntimeFacts>][]): Map<string, RuntimeFacts> =>
