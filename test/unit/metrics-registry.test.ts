@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { MetricsRegistry } from '../../agent/api/registry.js';
+import { registerContainerMetrics } from '../../agent/api/metrics.js';
+import type { StatusView } from '../../agent/api/types.js';
 import { registerDaemonMetrics } from '../../agent/daemon/metrics.js';
 import { isSpcdError } from '../../agent/errors.js';
 import { EventBus } from '../../agent/model/events.js';
+import { demoContainer, FakeStatus } from '../support/api-fakes.js';
 
 function refuses(f: () => unknown, message: RegExp): void {
   let err: unknown;
@@ -125,5 +128,21 @@ describe("the daemon's families", () => {
     expect(text).toContain('spcd_engine_available 0');
     expect(text).toContain('spcd_definitions_loaded 1');
     expect(text).toContain('spcd_quarantined_containers 2');
+  });
+});
+
+describe('the per-container families', () => {
+  it('keep the containers retained without a definition (every one while definitions do not load)', () => {
+    const r = new MetricsRegistry();
+    const status = new FakeStatus();
+    const held = demoContainer('old_agent', 'gone', { generation: 4, state: 'running' });
+    const view: StatusView = Object.assign(Object.create(status) as StatusView, {
+      sets: () => [],
+      retained: () => [held],
+    });
+    registerContainerMetrics(r, view);
+    const text = r.render();
+    expect(text).toContain('spcd_container_state{container="old_agent",set="gone",state="running"} 1');
+    expect(text).toContain('spcd_container_generation{container="old_agent",set="gone"} 4');
   });
 });
