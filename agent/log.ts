@@ -22,8 +22,9 @@ export function logFormatFor(destination: Destination, env: NodeJS.ProcessEnv = 
 /**
  * The one place a root logger is made; main.ts calls it and passes it down.
  * Records are JSON (one object a line) for journald and pipes; on a terminal
- * they are readable lines with the same fields, written by pino-pretty, which
- * is loaded only then (a daemon under systemd never loads it).
+ * they are readable lines with the same fields (an error under its record,
+ * indented), written by pino-pretty, which is loaded only then (a daemon
+ * under systemd never loads it).
  */
 export function createLogger(
   opts: { level?: string; destination?: Destination; env?: NodeJS.ProcessEnv } = {},
@@ -47,7 +48,7 @@ function prettyStream(destination: Destination, env: NodeJS.ProcessEnv): Destina
     sync: true, // in order with the daemon's own stderr lines, and nothing lost at exit
     colorize: destination.isTTY === true && env.NO_COLOR === undefined,
     translateTime: 'SYS:HH:MM:ss.l',
-    singleLine: true, // one record, one line: its fields after the message
+    singleLine: true, // one record, one line: its fields after the message (an `err` on the lines below)
     ignore: '',
   });
 }

@@ -52,14 +52,26 @@ describe('the log of the real binary', () => {
     // script -e returns the child's exit code; -q no banner; the command's output is the pty's
     const shell = argv.map((a) => `'${a}'`).join(' ');
     const tty = await exitOutput('script', ['-qfec', shell, '/dev/null']);
-    const line = tty.split(/\r?\n/).find((l) => l.includes('cannot start; everything opened is closed'));
+    const lines = tty.split(/\r?\n/);
+    const at = lines.findIndex((l) => l.includes('cannot start; everything opened is closed'));
+    const line = lines[at];
     expect(line, tty).toMatch(
       /^\[\d\d:\d\d:\d\d\.\d{3}\] ERROR: cannot start; everything opened is closed \{/,
     );
     expect(tty).not.toMatch(/^\{"level"/m);
+    // the record: its line, then an error's indented lines (`    err: ...`)
+    const below: string[] = [];
+    for (const l of lines.slice(at + 1)) {
+      if (!/^\s/.test(l)) break;
+      below.push(l);
+    }
+    const block = [line, ...below].join('\n');
     for (const [k, v] of Object.entries(record!)) {
       if (k === 'time' || k === 'level' || k === 'msg') continue;
-      expect(line, k).toContain(`"${k}":${JSON.stringify(v)}`);
+      const inline = `"${k}":${JSON.stringify(v)}`;
+      const indented = `    ${k}: ${JSON.stringify(v)}`;
+      expect(block.includes(inline) || block.includes(indented), `${k} in:\n${block}`).toBe(true);
     }
+    expect(block).toContain(`    err: ${JSON.stringify(record!.err)}`);
   });
 });

@@ -17,6 +17,12 @@ function sink(tty: boolean): { stream: PassThrough & { isTTY?: boolean }; text: 
 
 const flush = (): Promise<void> => new Promise((r) => setImmediate(r));
 const record = { room: 'reconciler', container: 'nova_compute', exitCode: 137, restartInMs: 2000 };
+const failure = {
+  room: 'executor',
+  container: 'nova_compute',
+  code: 'ENGINE_TIMEOUT',
+  err: 'inspect took 10 s',
+};
 
 // In this order: the JSON case must run before anything loads pino-pretty into this process.
 describe('logs for machines and for humans', () => {
@@ -38,11 +44,12 @@ describe('logs for machines and for humans', () => {
       const log = createLogger({ destination: s.stream, env: { NO_COLOR: '1' } });
       log.warn(record, 'container exited');
       log.info({ container: 'x' }, 'second');
+      log.error(failure, 'step failed');
     }
     await flush();
     expect(prettyLoaded()).toBe(true);
     const lines = tty.text().trimEnd().split('\n');
-    expect(lines).toHaveLength(2); // one line a record
+    expect(lines).toHaveLength(4); // one line a record, and an error's value on its own line below
     expect(lines[0]).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] WARN: container exited \{/);
     expect(lines[0]).not.toContain('\u001b['); // NO_COLOR
     // every field of the JSON record, with its value, is on the readable line
@@ -51,6 +58,10 @@ describe('logs for machines and for humans', () => {
       if (k === 'time' || k === 'level' || k === 'msg') continue;
       expect(lines[0], k).toContain(`"${k}":${JSON.stringify(v)}`);
     }
+    expect(lines[2]).toMatch(
+      / ERROR: step failed \{"svc":"spcd","room":"executor","container":"nova_compute","code":"ENGINE_TIMEOUT"\}$/,
+    );
+    expect(lines[3]).toBe('    err: "inspect took 10 s"');
   });
 
   it('takes SPCD_LOG_FORMAT over the terminal test', () => {
