@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README's first command: install what is missing, build the demo images,
 # and run spcd in the foreground with the bundled demo set. Ctrl-C stops spcd;
-# the containers it keeps keep running (that is the point); remove them with
+# the containers it keeps keep running (that is the point). spcd's log shows as
+# readable lines on a terminal (JSON when piped; see docs/operator-guide.md#logs).
+# Remove the containers with
 #   docker rm -f $(docker ps -aq --filter label=spcd.instance=demo)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything spcd's demo and tests need on a fresh Debian 12 machine with Node
 # and npm: npm dependencies and a build, a running Docker engine (Debian's
-# docker.io), and the local demo images. Idempotent.
+# docker.io), the local demo images, and promtool (Debian's prometheus package;
+# its server is never started) for the metrics and alert-rule tests. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
@@ -10,3 +11,4 @@ fi
 npm run --silent build
 bash scripts/ensure-docker.sh
 bash scripts/build-demo-images.sh
+bash scripts/ensure-promtool.sh

@@ -8,7 +8,9 @@ import type { Logger } from '../log.js';
 import type { RouteContext, RouteHandler, RouteResult } from './context.js';
 import { sendError, sendJson, toApiError } from './http-out.js';
 import { compileLimits, type ApiLimits } from './limits.js';
-import { ApiMetrics } from './metrics.js';
+import { ApiMetrics, registerContainerMetrics } from './metrics.js';
+import { registerProcessMetrics } from './process-metrics.js';
+import { MetricsRegistry } from './registry.js';
 import { lookupPeerUid, type PeerUidLookup } from './peer-cred.js';
 import { matchRoute, splitPath, type RouteDef } from './router.js';
 import { buildRoutes } from './routes/table.js';
@@ -24,12 +26,21 @@ export interface ApiHandlerDeps {
   readonly limits?: Partial<ApiLimits>;
   /** How the audit line learns the caller's uid; defaults to the /proc + ss lookup. */
   readonly peerUid?: PeerUidLookup;
+  /**
+   * The one registry /metrics renders; the daemon passes the one its own
+   * families are in. The handler adds the API's, the containers' and the
+   * process's families to it (once: a second handler needs its own).
+   */
+  readonly metrics?: MetricsRegistry;
 }
 
 export function createApiHandler(deps: ApiHandlerDeps): ApiHandler {
   const limits = compileLimits(deps.limits);
-  const metrics = new ApiMetrics();
-  const routes = buildRoutes(metrics);
+  const registry = deps.metrics ?? new MetricsRegistry();
+  registerContainerMetrics(registry, deps.status);
+  const metrics = new ApiMetrics(registry);
+  registerProcessMetrics(registry);
+  const routes = buildRoutes(registry);
   const log = deps.log.child({ room: 'api' });
   const apiDeps = { status: deps.status, actions: deps.actions, log, version: deps.version };
   const peerUid = deps.peerUid ?? lookupPeerUid;

@@ -1,63 +1,35 @@
-/** Prometheus text format: the API's own request metrics plus per-container gauges. */
-import type { ContainerState, ContainerStatus, HealthState, SetStatus } from './types.js';
+/** The API room's families: its own requests, and the per-container gauges read from the status. */
+import type { MetricsRegistry, Sample } from './registry.js';
+import type { ContainerState, ContainerStatus, HealthState, SetStatus, StatusView } from './types.js';
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
-interface Histogram {
-  counts: number[]; // one per bucket, not cumulative
-  sum: number;
-  count: number;
-}
-
+/** Counts and times the API's answers. */
 export class ApiMetrics {
-  private readonly requests = new Map<string, number>();
-  private readonly latency = new Map<string, Histogram>();
+  private readonly requests;
+  private readonly latency;
+
+  constructor(registry: MetricsRegistry) {
+    this.requests = registry.counter({
+      name: 'spcd_api_requests_total',
+      help: 'API requests answered, by route, method and status.',
+      labels: ['route', 'method', 'status'],
+    });
+    this.latency = registry.histogram({
+      name: 'spcd_api_request_duration_seconds',
+      help: 'Time to answer (to the first byte for streams), by route.',
+      labels: ['route'],
+      buckets: BUCKETS,
+    });
+  }
 
   observe(route: string, method: string, status: number, seconds: number): void {
-    const key = `${route}\u0000${method}\u0000${status}`;
-    this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
-    let h = this.latency.get(route);
-    if (!h) {
-      h = { counts: BUCKETS.map(() => 0), sum: 0, count: 0 };
-      this.latency.set(route, h);
-    }
-    const i = BUCKETS.findIndex((b) => seconds <= b);
-    if (i >= 0) h.counts[i] = (h.counts[i] ?? 0) + 1;
-    h.sum += seconds;
-    h.count++;
-  }
-
-  render(): string {
-    const out: string[] = [
-      '# HELP spcd_api_requests_total API requests answered, by route, method and status.',
-      '# TYPE spcd_api_requests_total counter',
-    ];
-    for (const [key, n] of this.requests) {
-      const [route, method, status] = key.split('\u0000');
-      out.push(
-        `spcd_api_requests_total{route="${esc(route)}",method="${esc(method)}",status="${status}"} ${n}`,
-      );
-    }
-    out.push(
-      '# HELP spcd_api_request_duration_seconds Time to answer (to the first byte for streams), by route.',
-      '# TYPE spcd_api_request_duration_seconds histogram',
-    );
-    for (const [route, h] of this.latency) {
-      let cumulative = 0;
-      const r = esc(route);
-      BUCKETS.forEach((b, i) => {
-        cumulative += h.counts[i] ?? 0;
-        out.push(`spcd_api_request_duration_seconds_bucket{route="${r}",le="${b}"} ${cumulative}`);
-      });
-      out.push(`spcd_api_request_duration_seconds_bucket{route="${r}",le="+Inf"} ${h.count}`);
-      out.push(`spcd_api_request_duration_seconds_sum{route="${r}"} ${h.sum}`);
-      out.push(`spcd_api_request_duration_seconds_count{route="${r}"} ${h.count}`);
-    }
-    return out.join('\n') + '\n';
+    this.requests.inc({ route, method, status: String(status) });
+    this.latency.observe({ route }, seconds);
   }
 }
 
-const STATES: readonly ContainerState[] = [
+export const CONTAINER_STATES: readonly ContainerState[] = [
   'running',
   'starting',
   'stopped',
@@ -71,7 +43,8 @@ const STATES: readonly ContainerState[] = [
 ];
 const HEALTHS: readonly HealthState[] = ['healthy', 'unhealthy', 'starting', 'unknown', 'none'];
 
-export function containerMetrics(sets: readonly SetStatus[]): string {
+/** Every container the status shows: the defined ones and those retained without a definition. */
+export function allContainers(status: Pick<StatusView, 'sets' | 'retained'>): ContainerStatus[] {
   const all: ContainerStatus[] = [];
   const walk = (list: readonly SetStatus[]): void => {
     for (const s of list) {
@@ -79,37 +52,52 @@ export function containerMetrics(sets: readonly SetStatus[]): string {
       walk(s.sets);
     }
   };
-  walk(sets);
-  const state: string[] = [];
-  const gen: string[] = [];
-  const restarts: string[] = [];
-  const health: string[] = [];
-  for (const c of all) {
-    const l = `container="${esc(c.name)}",set="${esc(c.set)}"`;
-    for (const s of STATES) state.push(`spcd_container_state{${l},state="${s}"} ${c.state === s ? 1 : 0}`);
-    gen.push(`spcd_container_generation{${l}} ${c.generation}`);
-    restarts.push(`spcd_container_restarts_total{${l}} ${c.restartCount}`);
-    for (const h of HEALTHS)
-      health.push(`spcd_container_health{${l},health="${h}"} ${c.health === h ? 1 : 0}`);
-  }
-  return (
-    [
-      '# HELP spcd_container_state 1 for the state each container is in.',
-      '# TYPE spcd_container_state gauge',
-      ...state,
-      '# HELP spcd_container_generation Current generation of each container (0: never created).',
-      '# TYPE spcd_container_generation gauge',
-      ...gen,
-      '# HELP spcd_container_restarts_total Restarts spcd counted for each container.',
-      '# TYPE spcd_container_restarts_total counter',
-      ...restarts,
-      '# HELP spcd_container_health 1 for the health each container reports.',
-      '# TYPE spcd_container_health gauge',
-      ...health,
-    ].join('\n') + '\n'
-  );
+  walk(status.sets());
+  all.push(...(status.retained?.() ?? []));
+  return all;
 }
 
-function esc(v: string | undefined): string {
-  return (v ?? '').replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+/** Per-container families, read from the status at each scrape. */
+export function registerContainerMetrics(registry: MetricsRegistry, status: StatusView): void {
+  const each =
+    (f: (c: ContainerStatus, base: { container: string; set: string }) => Sample[]) => (): Sample[] =>
+      allContainers(status).flatMap((c) => f(c, { container: c.name, set: c.set }));
+  registry.collect(
+    'gauge',
+    {
+      name: 'spcd_container_state',
+      help: '1 for the state each container is in, 0 for the others.',
+      labels: ['container', 'set', 'state'],
+    },
+    each((c, base) =>
+      CONTAINER_STATES.map((s) => ({ labels: { ...base, state: s }, value: +(c.state === s) })),
+    ),
+  );
+  registry.collect(
+    'gauge',
+    {
+      name: 'spcd_container_generation',
+      help: 'Current generation of each container (0: never created).',
+      labels: ['container', 'set'],
+    },
+    each((c, base) => [{ labels: base, value: c.generation }]),
+  );
+  registry.collect(
+    'counter',
+    {
+      name: 'spcd_container_restarts_total',
+      help: 'Restarts spcd made of each container (after an exit or a failed health check).',
+      labels: ['container', 'set'],
+    },
+    each((c, base) => [{ labels: base, value: c.restartCount }]),
+  );
+  registry.collect(
+    'gauge',
+    {
+      name: 'spcd_container_health',
+      help: '1 for the health each container reports, 0 for the others.',
+      labels: ['container', 'set', 'health'],
+    },
+    each((c, base) => HEALTHS.map((h) => ({ labels: { ...base, health: h }, value: +(c.health === h) }))),
+  );
 }

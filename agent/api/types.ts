@@ -185,8 +185,11 @@ export interface StatusView {
   health(name: string): ContainerHealthView | undefined;
   generations(name: string): readonly GenerationView[] | undefined;
   plan(): Promise<PlanView>;
-  /** Extra metric lines in Prometheus text format (the API adds its own). */
-  metrics(): string;
+  /**
+   * Containers of this instance no definition names (StatusDocument.retained),
+   * so the per-container metrics keep them while definitions are not loaded.
+   */
+  retained?(): readonly ContainerStatus[];
   subscribe(listener: (e: SpcdEvent) => void): () => void;
   /** Throws SpcdError NOT_FOUND for an unknown container. Returns a stop function. */
   logs(name: string, opts: LogStreamOptions): Promise<() => void>;

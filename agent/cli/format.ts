@@ -173,6 +173,10 @@ function eventText(e: SpcdEvent): string {
       return `${t} pull       ${e.image}: ${e.status}${progressText(e.current, e.total)}`;
     case 'operation':
       return `${t} operation  ${e.operationId} ${e.kind} ${e.target}: ${e.phase}${e.error ? ` ${e.error.code}: ${e.error.message}` : ''}`;
+    case 'upgrade':
+      return `${t} upgrade    ${e.container} (${e.kind}): ${e.outcome}${e.code ? ` ${e.code}` : ''}`;
+    case 'vm-safety-refused':
+      return `${t} refused    ${e.container} ${e.action}: ${e.reason}`;
     case 'engine':
       return `${t} engine     ${e.available ? 'available' : 'UNAVAILABLE'}${e.reason ? ` (${e.reason})` : ''}`;
     case 'reload':

@@ -8,6 +8,7 @@ import type { Actions, OperationRef } from '../api/types.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import type { PullPolicy } from '../executor/image.js';
 import { upgradeContainer, type UpgradeResult } from '../executor/upgrade.js';
+import { vmSafetyRefused } from '../executor/guard.js';
 import type { Reconciler } from '../reconciler/reconciler.js';
 import type { Operations } from './operations.js';
 
@@ -85,8 +86,9 @@ export class DaemonActions implements Actions {
     for (const s of [running ?? spec]) {
       const broken = vmSafetyViolations(s, { hybridWithControllers: false, unifiedOnly: false });
       if (broken.length > 0) {
-        throw new SpcdError(
-          'VM_SAFETY_REFUSED',
+        throw vmSafetyRefused(
+          this.d.exec,
+          'stop',
           `refusing to stop ${name}: ${vms.length} VM(s) running and its definition breaks ${broken.map((b) => b.rule).join(', ')}: ${broken[0]?.why}`,
           { container: name, rules: broken },
         );

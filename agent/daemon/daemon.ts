@@ -24,6 +24,8 @@ import { TemplateConfig } from './config.js';
 import { registryAuthFromFile } from './registry-auth.js';
 import type { Settings } from './settings.js';
 import { DaemonStatus } from './status-view.js';
+import { MetricsRegistry } from '../api/registry.js';
+import { registerDaemonMetrics } from './metrics.js';
 import { ProcVmProbe } from './vm-probe.js';
 import { runPreflight } from '../preflight/run.js';
 import type { PreflightReport } from '../preflight/types.js';
@@ -39,6 +41,8 @@ export interface DaemonParts {
   readonly reconciler: Reconciler;
   readonly status: DaemonStatus;
   readonly actions: DaemonActions;
+  /** The one metrics registry; the API adds its families to it and renders it. */
+  readonly metrics: MetricsRegistry;
 }
 
 export function packageVersion(): string {
@@ -241,6 +245,15 @@ export async function buildDaemon(
     definitionsError: () => loadError,
     plan: planView,
   });
+  const metrics = new MetricsRegistry();
+  registerDaemonMetrics({
+    registry: metrics,
+    events,
+    health,
+    engineAvailable: () => reconciler.engineStatus().available,
+    definitionsLoaded: () => loadError === undefined,
+    quarantined: () => reconciler.quarantine.names().length,
+  });
   health.onChange((c) =>
     events.publish({
       type: 'health',
@@ -267,6 +280,7 @@ export async function buildDaemon(
     reconciler,
     status,
     actions,
+    metrics,
     async start() {
       const report = await runPreflight({
         dockerInfo: () => engine.info().catch(() => undefined),

@@ -13,6 +13,7 @@ export async function serveApi(parts: DaemonParts): Promise<{ close(): Promise<v
     actions: parts.actions,
     log,
     version: packageVersion(),
+    metrics: parts.metrics,
   });
   const unix = await listenUnix(handler, {
     socketPath: settings.socketPath,

@@ -90,7 +90,7 @@ export class DaemonStatus implements StatusView {
   }
 
   /** Observed containers no definition on disk names (see StatusDocument.retained). */
-  private retained(): ContainerStatus[] {
+  retained(): ContainerStatus[] {
     const r = this.d.reconciler;
     const defined = new Set<string>();
     const walk = (s: SetSpec): void => {
@@ -230,21 +230,6 @@ export class DaemonStatus implements StatusView {
 
   plan(): Promise<PlanView> {
     return this.d.plan();
-  }
-
-  /**
-   * What only the daemon knows. The per-container families (state,
-   * generation, restarts, health) come from the API room's metrics, which
-   * reads the same statuses: one family is declared once (Prometheus rejects
-   * a second TYPE line for a name).
-   */
-  metrics(): string {
-    return [
-      '# HELP spcd_engine_available Whether the Docker engine answers (1) or not (0).',
-      '# TYPE spcd_engine_available gauge',
-      `spcd_engine_available ${this.d.reconciler.engineStatus().available ? 1 : 0}`,
-      '',
-    ].join('\n');
   }
 
   subscribe(listener: Parameters<EventBus['subscribe']>[0]): () => void {

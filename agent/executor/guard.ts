@@ -38,8 +38,9 @@ export async function checkVmSafety(
     if (!spec) continue;
     const broken = vmSafetyViolations(spec, host);
     if (broken.length > 0) {
-      throw new SpcdError(
-        'VM_SAFETY_REFUSED',
+      throw vmSafetyRefused(
+        deps,
+        'upgrade',
         `refusing to stop ${old.identity.container}: ${vms.length} VM(s) running and the ${which} breaks rule ${broken
           .map((b) => b.rule)
           .join(', ')}: ${broken[0]?.why}`,
@@ -52,8 +53,9 @@ export async function checkVmSafety(
   if (cmp !== undefined && cmp < 0) {
     const cost = `the running VMs (${vmList}) keep running but become invisible to the older hypervisor ${nextImageLabels[VERSION_LABEL]} (it cannot read the status written by ${oldInfo?.labels[VERSION_LABEL]}); they must be restarted or migrated to be managed again`;
     if (!force) {
-      throw new SpcdError(
-        'VM_SAFETY_REFUSED',
+      throw vmSafetyRefused(
+        deps,
+        'upgrade',
         `refusing to downgrade hypervisor ${old.identity.container} from ${oldInfo?.labels[VERSION_LABEL]} to ${nextImageLabels[VERSION_LABEL]} while ${vms.length} VM(s) run: ${cost}. Use force to accept this.`,
         { container: old.identity.container, vms: vmList, rule: 'no-downgrade-with-vms', cost },
       );
@@ -61,4 +63,24 @@ export async function checkVmSafety(
     return [`forced downgrade: ${cost}`];
   }
   return [];
+}
+
+/**
+ * The VM_SAFETY_REFUSED error for a refusal, told on the bus first (the
+ * refusals metric and alert count these, whoever asked: reconciler or operator).
+ */
+export function vmSafetyRefused(
+  deps: Pick<ExecutorDeps, 'events' | 'clock'>,
+  action: 'upgrade' | 'stop' | 'remove',
+  message: string,
+  details: Record<string, unknown> & { container: string },
+): SpcdError {
+  deps.events.publish({
+    type: 'vm-safety-refused',
+    at: deps.clock.now(),
+    container: details.container,
+    action,
+    reason: message,
+  });
+  return new SpcdError('VM_SAFETY_REFUSED', message, details);
 }

@@ -4,6 +4,7 @@ import type { DesiredContainer } from '../planner/types.js';
 import type { ExecutorDeps } from './ports.js';
 import { resolveImage } from './image.js';
 import { runBootstrap } from './bootstrap.js';
+import { vmSafetyRefused } from './guard.js';
 
 /** First creation of a container: allocate a generation, create under its name, start. */
 export async function createContainer(
@@ -143,5 +144,5 @@ async function refuseWhileVmsRun(deps: ExecutorDeps, o: ObservedContainer, reaso
     to: 'kept',
     reason: message,
   });
-  throw new SpcdError('VM_SAFETY_REFUSED', message, { container: name, vms: vms.map((v) => v.name) });
+  throw vmSafetyRefused(deps, 'remove', message, { container: name, vms: vms.map((v) => v.name) });
 }

@@ -1,4 +1,5 @@
 import { SpcdError, toSpcdError } from '../errors.js';
+import { upgradeOutcomeOf, type UpgradeOutcome } from '../model/events.js';
 import { isRunning, type ObservedContainer } from '../model/observed.js';
 import type { ContainerSpec } from '../model/spec.js';
 import type { JournalEntry, UpgradeStep } from '../state/journal.js';
@@ -57,6 +58,29 @@ const parkedName = (name: string, gen: number): string => `${name}.g${gen}.old`;
  * on restart (recover.ts).
  */
 export async function upgradeContainer(deps: ExecutorDeps, req: UpgradeRequest): Promise<UpgradeResult> {
+  // Its end goes out on the bus once, whatever the exit: the upgrades metric counts these.
+  const ended = (outcome: UpgradeOutcome, code?: string): void =>
+    deps.events.publish({
+      type: 'upgrade',
+      at: deps.clock.now(),
+      operationId: req.operationId,
+      container: req.spec.name,
+      kind: req.kind,
+      outcome,
+      ...(code !== undefined ? { code } : {}),
+    });
+  try {
+    const result = await transaction(deps, req);
+    ended('succeeded');
+    return result;
+  } catch (err) {
+    const code = toSpcdError(err).code;
+    ended(upgradeOutcomeOf(code), code);
+    throw err;
+  }
+}
+
+async function transaction(deps: ExecutorDeps, req: UpgradeRequest): Promise<UpgradeResult> {
   const { engine, state, journal, events, clock, failpoint, log } = deps;
   const name = req.spec.name;
   const step = (

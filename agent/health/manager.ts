@@ -53,6 +53,7 @@ export class HealthManager {
   private readonly paused = new Set<string>();
   private readonly changeListeners = new Set<(c: HealthChange) => void>();
   private readonly actionListeners = new Set<(a: HealthAction) => void>();
+  private readonly failureListeners = new Set<(name: string, check: string) => void>();
   private readonly waiters = new Set<Waiter>();
   private readonly random: () => number;
   private readonly historySize: number;
@@ -157,6 +158,12 @@ export class HealthManager {
     return () => this.actionListeners.delete(listener);
   }
 
+  /** Called for every counted failed result of a check (the failures metric). */
+  onFailure(listener: (name: string, check: string) => void): () => void {
+    this.failureListeners.add(listener);
+    return () => this.failureListeners.delete(listener);
+  }
+
   /**
    * Resolves when every check of this container instance is healthy (at once
    * when it has none). Rejects with HEALTH_GATE_FAILED, details {lastResults},
@@ -223,6 +230,10 @@ export class HealthManager {
             previous,
             lastResult: w.snapshot().lastResult,
           });
+        },
+        onFailure: (w) => {
+          if (!this.current(target.name, w)) return;
+          for (const l of this.failureListeners) safely(() => l(target.name, w.check.name), this.deps.log);
         },
         onThreshold: (w) => {
           if (!this.current(target.name, w)) return;

@@ -24,6 +24,8 @@ export interface WorkerHooks {
   onStatus(worker: CheckWorker, previous: CheckStatus): void;
   /** consecutiveFailures reached the threshold (or another multiple of it). */
   onThreshold(worker: CheckWorker): void;
+  /** A failed result was counted (not one in the start period, not an inconclusive one). */
+  onFailure?(worker: CheckWorker): void;
 }
 
 export interface WorkerOptions {
@@ -256,6 +258,7 @@ export class CheckWorker {
       if (this.status !== 'healthy' && this.consecutiveSuccesses >= c.successThreshold)
         this.status = 'healthy';
     } else {
+      this.o.hooks.onFailure?.(this);
       this.consecutiveFailures++;
       this.consecutiveSuccesses = 0;
       if (this.consecutiveFailures >= c.failureThreshold) {

@@ -48,8 +48,52 @@ export type SpcdEvent =
       readonly error?: { readonly code: string; readonly message: string };
       readonly result?: Readonly<Record<string, unknown>>;
     }
+  | {
+      /** The end of one upgrade transaction (an upgrade, a recreate for a changed definition, a rollback). */
+      readonly type: 'upgrade';
+      readonly at: number;
+      readonly operationId: string;
+      readonly container: string;
+      readonly kind: 'upgrade' | 'recreate' | 'rollback';
+      readonly outcome: UpgradeOutcome;
+      /** The error's code when it did not succeed. */
+      readonly code?: string;
+    }
+  | {
+      /** spcd refused to stop, replace or remove a hypervisor because VMs run (docs/upgrades.md). */
+      readonly type: 'vm-safety-refused';
+      readonly at: number;
+      readonly container: string;
+      readonly action: 'upgrade' | 'stop' | 'remove';
+      readonly reason: string;
+    }
   | { readonly type: 'engine'; readonly at: number; readonly available: boolean; readonly reason?: string }
   | { readonly type: 'reload'; readonly at: number; readonly ok: boolean; readonly detail?: string };
+
+/**
+ * How an upgrade transaction ended: committed; rolled back to the old
+ * generation (gate or step failed); refused before anything was touched (VM
+ * safety, an unresolved journal entry); failed before anything was touched
+ * (pull, digest, bootstrap, create); or its rollback failed too.
+ */
+export type UpgradeOutcome = 'succeeded' | 'rolled_back' | 'refused' | 'failed' | 'rollback_failed';
+
+/** The outcome an upgrade error means, by its code. */
+export function upgradeOutcomeOf(code: string): UpgradeOutcome {
+  switch (code) {
+    case 'UPGRADE_FAILED':
+    case 'HEALTH_GATE_FAILED':
+      return 'rolled_back';
+    case 'ROLLBACK_FAILED':
+      return 'rollback_failed';
+    case 'VM_SAFETY_REFUSED':
+    case 'RECOVERY_QUARANTINED':
+    case 'CONFLICT':
+      return 'refused';
+    default:
+      return 'failed';
+  }
+}
 
 export type SpcdEventListener = (e: SpcdEvent) => void;
 

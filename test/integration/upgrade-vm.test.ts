@@ -69,6 +69,7 @@ afterAll(async () => {
 async function expectRefused(spec: ContainerSpec, opts: { force?: boolean } = {}): Promise<SpcdError> {
   const before = await inspect(name);
   const next0 = h.state.record(name)!.nextGeneration;
+  const seen0 = h.seen.length;
   const err = await h.upgrade(spec, { ...opts }).then(
     () => undefined,
     (e: unknown) => e,
@@ -81,6 +82,19 @@ async function expectRefused(spec: ContainerSpec, opts: { force?: boolean } = {}
   expect(h.state.record(name)!.nextGeneration).toBe(next0); // refused before a generation was allocated
   expect(await h.instances(name)).toHaveLength(1);
   assertVmsAlive('after a refusal');
+  // told on the bus (the refusals and upgrades metrics count these)
+  const told = h.seen.slice(seen0);
+  expect(told).toContainEqual(
+    expect.objectContaining({ type: 'vm-safety-refused', container: name, action: 'upgrade' }),
+  );
+  expect(told).toContainEqual(
+    expect.objectContaining({
+      type: 'upgrade',
+      container: name,
+      outcome: 'refused',
+      code: 'VM_SAFETY_REFUSED',
+    }),
+  );
   return err as SpcdError;
 }
 

@@ -198,9 +198,6 @@ export class FakeStatus implements StatusView {
       problems: [],
     };
   }
-  metrics(): string {
-    return '# TYPE spcd_reconcile_total counter\nspcd_reconcile_total 7\n';
-  }
   subscribe(listener: (e: SpcdEvent) => void): () => void {
     return this.bus.subscribe(listener);
   }

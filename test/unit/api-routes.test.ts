@@ -3,11 +3,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../agent/api/handler.js';
 import { ERRORS, SpcdError } from '../../agent/errors.js';
 import { silentLogger } from '../../agent/log.js';
+import { MetricsRegistry } from '../../agent/api/registry.js';
 import { FakeActions, FakeStatus } from '../support/api-fakes.js';
 import { call, serveOnTempSocket } from '../support/api-http.js';
 
 const status = new FakeStatus();
 const actions = new FakeActions(status);
+// The daemon's families share the one registry the API renders.
+const registry = new MetricsRegistry();
+registry.counter({ name: 'spcd_reconcile_total', help: 'A daemon family.' }).inc({}, 7);
 let sock: string;
 let close: () => Promise<void>;
 
@@ -18,6 +22,7 @@ beforeAll(async () => {
     log: silentLogger(),
     version: '0.1.0-test',
     peerUid: async () => 0,
+    metrics: registry,
   });
   const s = await serveOnTempSocket(handler);
   sock = s.socketPath;
@@ -92,7 +97,7 @@ describe('read routes', () => {
     expect(p.problems).toEqual([]);
   });
 
-  it('GET /metrics: container gauges, request counters, status.metrics()', async () => {
+  it('GET /metrics: container gauges, request counters, the daemon families in the same registry', async () => {
     await call(sock, 'GET', '/v1/status');
     const m = await call(sock, 'GET', '/metrics');
     expect(m.status).toBe(200);

@@ -88,7 +88,9 @@ function setup(opts: { random?: () => number; historySize?: number; hostProbes?:
   const actions: HealthAction[] = [];
   mgr.onChange((c) => changes.push(c));
   mgr.onAction((a) => actions.push(a));
-  return { clock, exec, mgr, changes, actions };
+  const failures: string[] = [];
+  mgr.onFailure((name, check) => failures.push(`${name}/${check}`));
+  return { clock, exec, mgr, changes, actions, failures };
 }
 
 /** Advances to the next probe and answers it. */
@@ -178,11 +180,15 @@ describe('health workers', () => {
     expect(c?.consecutiveFailures).toBe(0);
     expect(c?.history.map((h) => h.counted)).toEqual([false, false, false, false, false]);
     expect(env.actions).toHaveLength(0);
+    expect(env.failures).toEqual([]); // the failures metric counts only counted failures
     // At start + 5 s the start period is over: the next failure counts.
     await step(env, 1000, { exitCode: 1 });
     c = env.mgr.snapshot('nova_compute')?.checks[0];
     expect(c?.status).toBe('unhealthy');
     expect(env.actions).toHaveLength(1);
+    await step(env, 1000, { exitCode: 1 });
+    await step(env, 1000, { exitCode: 0 });
+    expect(env.failures).toEqual(['nova_compute/c1', 'nova_compute/c1']);
 
     const env2 = setup();
     env2.mgr.watch(
@@ -333,6 +339,7 @@ describe('health workers', () => {
     expect(c).toMatchObject({ status: 'starting', consecutiveFailures: 0 });
     expect(c?.lastResult).toMatchObject({ counted: false, error: 'ENGINE_UNAVAILABLE' });
     expect(env.actions).toHaveLength(0);
+    expect(env.failures).toEqual([]);
   });
 
   it('reports dockerHealth beside spcd checks and publishes its changes', () => {

@@ -1,8 +1,7 @@
 /** The read routes: status, sets, containers, health, generations, plan, metrics. */
 import { SpcdError } from '../../errors.js';
 import { json, type RouteContext, type RouteResult } from '../context.js';
-import { containerMetrics, type ApiMetrics } from '../metrics.js';
-import { processMetrics } from '../process-metrics.js';
+import type { MetricsRegistry } from '../registry.js';
 
 function param(ctx: RouteContext, key: string): string {
   return ctx.params[key] ?? '';
@@ -75,14 +74,9 @@ export async function getPlan(ctx: RouteContext): Promise<RouteResult> {
   return json(200, await ctx.deps.status.plan());
 }
 
-export function getMetrics(api: ApiMetrics) {
-  return async (ctx: RouteContext): Promise<RouteResult> => {
-    const extra = ctx.deps.status.metrics();
-    const text =
-      containerMetrics(ctx.deps.status.sets()) +
-      api.render() +
-      processMetrics() +
-      (extra && !extra.endsWith('\n') ? extra + '\n' : extra);
+export function getMetrics(registry: MetricsRegistry) {
+  return async (): Promise<RouteResult> => {
+    const text = registry.render();
     return { kind: 'text', status: 200, contentType: 'text/plain; version=0.0.4; charset=utf-8', text };
   };
 }

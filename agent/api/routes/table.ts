@@ -1,12 +1,12 @@
 /** The route table: every route the API serves, in one place. */
 import type { RouteHandler } from '../context.js';
-import type { ApiMetrics } from '../metrics.js';
+import type { MetricsRegistry } from '../registry.js';
 import { pattern, setPattern, type RouteDef } from '../router.js';
 import * as r from './reads.js';
 import { getEvents, getLogs } from './streams.js';
 import * as w from './writes.js';
 
-export function buildRoutes(metrics: ApiMetrics): RouteDef<RouteHandler>[] {
+export function buildRoutes(metrics: MetricsRegistry): RouteDef<RouteHandler>[] {
   const get = (template: string, handler: RouteHandler): RouteDef<RouteHandler> => ({
     method: 'GET',
     template,
