@@ -13,7 +13,9 @@ import type { ObservedContainer } from '../../agent/model/observed.js';
 import { allContainers, type ContainerSpec } from '../../agent/model/spec.js';
 import { vmSafetyViolations } from '../../agent/model/vm-safety.js';
 import { loadDesired } from '../../agent/spec/load.js';
+import { EventBus } from '../../agent/model/events.js';
 import { REPO } from '../support/daemon.js';
+import { FakeClock } from '../support/fake-clock.js';
 
 async function e2eSpec(): Promise<ContainerSpec> {
   const desired = await loadDesired({ setsDir: `${REPO}/container-sets-e2e` });
@@ -28,6 +30,9 @@ function fakes(spec: ContainerSpec, runningVersion: string): ExecutorDeps {
   return {
     state: { generation: () => ({ spec }) },
     vms: { runningVms: async () => VMS },
+    // A refusal is published on the bus (it feeds spcd_vm_safety_refusals_total).
+    events: new EventBus(),
+    clock: new FakeClock(),
     engine: {
       imageInfo: async () => ({
         id: 'sha256:old',
