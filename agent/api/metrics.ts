@@ -84,6 +84,7 @@ export function containerMetrics(sets: readonly SetStatus[]): string {
   const gen: string[] = [];
   const restarts: string[] = [];
   const health: string[] = [];
+  const census: string[] = [];
   for (const c of all) {
     const l = `container="${esc(c.name)}",set="${esc(c.set)}"`;
     for (const s of STATES) state.push(`spcd_container_state{${l},state="${s}"} ${c.state === s ? 1 : 0}`);
@@ -91,6 +92,7 @@ export function containerMetrics(sets: readonly SetStatus[]): string {
     restarts.push(`spcd_container_restarts_total{${l}} ${c.restartCount}`);
     for (const h of HEALTHS)
       health.push(`spcd_container_health{${l},health="${h}"} ${c.health === h ? 1 : 0}`);
+    if (c.census) census.push(`spcd_domain_census_mismatches_total{${l}} ${c.census.mismatches}`);
   }
   return (
     [
@@ -106,6 +108,9 @@ export function containerMetrics(sets: readonly SetStatus[]): string {
       '# HELP spcd_container_health 1 for the health each container reports.',
       '# TYPE spcd_container_health gauge',
       ...health,
+      '# HELP spcd_domain_census_mismatches_total Domain census mismatches of each hypervisor container since spcd started.',
+      '# TYPE spcd_domain_census_mismatches_total counter',
+      ...census,
     ].join('\n') + '\n'
   );
 }

@@ -175,6 +175,8 @@ function eventText(e: SpcdEvent): string {
       return `${t} operation  ${e.operationId} ${e.kind} ${e.target}: ${e.phase}${e.error ? ` ${e.error.code}: ${e.error.message}` : ''}`;
     case 'engine':
       return `${t} engine     ${e.available ? 'available' : 'UNAVAILABLE'}${e.reason ? ` (${e.reason})` : ''}`;
+    case 'census':
+      return `${t} census     ${e.container} after ${e.action}: ${e.outcome} (${e.detail})`;
     case 'reload':
       return `${t} reload     ${e.ok ? 'ok' : 'failed'}${e.detail ? `: ${e.detail}` : ''}`;
   }
