@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { specHash } from '../../agent/model/hash.js';
 import { cleanupAfterEach, containerYaml, loadOne, problemsOf } from '../fixtures/spec/helpers.js';
+import { shippedCompute } from '../support/sample-values.js';
 
 cleanupAfterEach();
 
@@ -52,5 +53,12 @@ describe('census', () => {
       /^s\.yaml:6: containers\.web\.census\.timeout: "1h" must be at most 5m/,
     );
     expect(await problems(hypervisor('census: [virsh, list]'))).toHaveLength(1);
+  });
+
+  it('the shipped compute set takes a census of nova_libvirt with virsh', async () => {
+    const { containers } = await shippedCompute();
+    const libvirt = containers.find((c) => c.name === 'nova_libvirt');
+    expect(libvirt?.census).toEqual({ argv: ['virsh', 'list', '--uuid'], timeoutMs: 30_000 });
+    expect(containers.filter((c) => c.census).map((c) => c.name)).toEqual(['nova_libvirt']);
   });
 });
