@@ -17,7 +17,7 @@
  *
  * SPCD_E2E_SUMMARY=FILE: the summary line is written there (npm run e2e:libvirt).
  */
-import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProcVmProbe } from '../../agent/daemon/vm-probe.js';
@@ -230,8 +230,13 @@ async function upgradeVia(image: string): Promise<Acted> {
       )?.at,
   );
   const warmS = warm[0] && warm[1] ? ((warm[1] - warm[0]) / 1000).toFixed(2) : 'none';
+  // Which qemu capabilities the new libvirt had to probe itself: cache files written after the stop.
+  const capsDir = join(root, 'var/cache/libvirt/qemu/capabilities');
+  const reprobed = existsSync(capsDir)
+    ? readdirSync(capsDir).filter((f) => statSync(join(capsDir, f)).mtimeMs > stop.at).length
+    : 0;
   console.log(
-    `upgrade ${before.image} -> ${image}: generation ${after.generation} warm_task_s=${warmS} stop_to_running_s=${(w.stopToRunningMs / 1000).toFixed(2)} stop_to_healthy_s=${(w.stopToHealthyMs / 1000).toFixed(2)}`,
+    `upgrade ${before.image} -> ${image}: generation ${after.generation} warm_task_s=${warmS} caps_probed_in_window=${reprobed} stop_to_running_s=${(w.stopToRunningMs / 1000).toFixed(2)} stop_to_healthy_s=${(w.stopToHealthyMs / 1000).toFixed(2)}`,
   );
   return { tStop: stop.at / 1000, spcdWindowS: w.stopToHealthyMs / 1000, spcdWindow: 'stopToHealthy' };
 }
