@@ -91,6 +91,11 @@ export const ERRORS = {
     status: 409,
     summary: 'Stopping this hypervisor container would kill or orphan running VMs.',
   },
+  DOMAIN_CENSUS_MISMATCH: {
+    status: 500,
+    summary:
+      'After a hypervisor container was stopped and started again, its hypervisor lists other domains than before (reported, not rolled back).',
+  },
   BOOTSTRAP_FAILED: { status: 500, summary: 'A bootstrap task failed or timed out.' },
   SHUTTING_DOWN: { status: 503, summary: 'spcd is shutting down and takes no new operations.' },
   DEFINITIONS_NOT_LOADED: {

@@ -100,4 +100,13 @@ export function registerContainerMetrics(registry: MetricsRegistry, status: Stat
     },
     each((c, base) => HEALTHS.map((h) => ({ labels: { ...base, health: h }, value: +(c.health === h) }))),
   );
+  registry.collect(
+    'counter',
+    {
+      name: 'spcd_domain_census_mismatches_total',
+      help: 'Domain census mismatches of each hypervisor container since spcd started.',
+      labels: ['container', 'set'],
+    },
+    each((c, base) => (c.census ? [{ labels: base, value: c.census.mismatches }] : [])),
+  );
 }

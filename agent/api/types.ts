@@ -25,6 +25,25 @@ export interface ErrorView {
   readonly at: string; // ISO time
 }
 
+/** The last domain census of a hypervisor container (issue 12; docs/upgrades.md). */
+export interface CensusView {
+  readonly outcome: 'ok' | 'mismatch' | 'skipped';
+  /** upgrade, recreate, rollback or restart. */
+  readonly action: string;
+  readonly operationId: string;
+  readonly at: string; // ISO time
+  /** Domains listed before the stop and after the start; null when that listing failed. */
+  readonly before: number | null;
+  readonly after: number | null;
+  readonly missing: readonly string[];
+  readonly added: readonly string[];
+  /** qemu processes the host's /proc showed after the start. */
+  readonly vmProcesses: number | null;
+  readonly detail: string;
+  /** Mismatches since spcd started. */
+  readonly mismatches: number;
+}
+
 export interface ContainerStatus {
   readonly name: string;
   readonly set: string;
@@ -43,6 +62,8 @@ export interface ContainerStatus {
   readonly operation: string | null; // id of the operation holding it
   /** Why spcd leaves it as it is: its labels were written by a newer spcd (a hash scheme this one does not know). */
   readonly untouched?: string;
+  /** The last domain census (hypervisor containers with `census:`, after their first stop since spcd started). */
+  readonly census?: CensusView;
 }
 
 export interface SetStatus {

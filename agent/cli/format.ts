@@ -179,6 +179,8 @@ function eventText(e: SpcdEvent): string {
       return `${t} refused    ${e.container} ${e.action}: ${e.reason}`;
     case 'engine':
       return `${t} engine     ${e.available ? 'available' : 'UNAVAILABLE'}${e.reason ? ` (${e.reason})` : ''}`;
+    case 'census':
+      return `${t} census     ${e.container} after ${e.action}: ${e.outcome} (${e.detail})`;
     case 'reload':
       return `${t} reload     ${e.ok ? 'ok' : 'failed'}${e.detail ? `: ${e.detail}` : ''}`;
   }

@@ -9,6 +9,7 @@ import type { ExecutorDeps } from '../executor/ports.js';
 import type { PullPolicy } from '../executor/image.js';
 import { upgradeContainer, type UpgradeResult } from '../executor/upgrade.js';
 import { vmSafetyRefused } from '../executor/guard.js';
+import { censusAfter, censusBefore } from '../executor/census.js';
 import type { Reconciler } from '../reconciler/reconciler.js';
 import type { Operations } from './operations.js';
 
@@ -99,19 +100,26 @@ export class DaemonActions implements Actions {
   async restart(name: string, opts: { expectedGeneration?: number }): Promise<OperationRef> {
     const spec = this.desiredSpec(name);
     this.checkGeneration(name, opts.expectedGeneration);
-    return this.begin('restart', name, async () => {
+    return this.begin('restart', name, async (opId) => {
       await this.guardStop(name);
       const p = this.d.reconciler.primary(name);
       if (!p) throw new SpcdError('NOT_FOUND', `${name} has no container yet`, { container: name });
+      const running = this.d.exec.state.generation(name, p.identity.generation)?.spec.census;
+      const census = isRunning(p) ? await censusBefore(this.d.exec, running ?? spec.census, p.id) : undefined;
       this.d.exec.health.pause(name);
+      let windowMs: number;
+      const t0 = Date.now();
       try {
-        const t0 = Date.now();
         await this.d.exec.engine.stop(p.id, spec.stopGraceMs);
         await this.d.exec.engine.start(p.id);
-        return { generation: p.identity.generation, windowMs: Date.now() - t0 };
+        windowMs = Date.now() - t0;
       } finally {
         this.d.exec.health.resume(name);
       }
+      const ctx = { operationId: opId, container: name, action: 'restart', containerId: p.id };
+      await censusAfter(this.d.exec, census, spec.census, ctx);
+      // stoppedAt: the census after the start makes the operation end later than the window.
+      return { generation: p.identity.generation, windowMs, stoppedAt: new Date(t0).toISOString() };
     });
   }
 

@@ -21,6 +21,7 @@ import type { HealthSnapshot } from '../health/types.js';
 import type { Plan } from '../planner/types.js';
 import type { Reconciler } from '../reconciler/reconciler.js';
 import type { StateStore } from '../state/store.js';
+import { CensusLedger } from './census-ledger.js';
 
 export interface StatusDeps {
   readonly reconciler: Reconciler;
@@ -44,8 +45,10 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 export class DaemonStatus implements StatusView {
   private rev = 0;
   private lastObserved: unknown;
+  private readonly census: CensusLedger;
 
   constructor(private readonly d: StatusDeps) {
+    this.census = new CensusLedger(d.events);
     d.events.subscribe(() => {
       this.rev += 1;
     });
@@ -147,6 +150,8 @@ export class DaemonStatus implements StatusView {
     const gen = p ? this.d.state.generation(name, p.identity.generation) : undefined;
     const snap = this.d.health.snapshot(name);
     const q = r.quarantine.get(name);
+    const census = this.census.view(name);
+    const censusError = this.census.error(name);
     let state: ContainerState;
     if (!r.engineStatus().available) state = 'unknown';
     else if (f.operation && !f.operation.startsWith('reconcile-')) state = 'upgrading';
@@ -174,15 +179,18 @@ export class DaemonStatus implements StatusView {
       startedAt: p?.startedAt || null,
       lastError: q
         ? { code: 'RECOVERY_QUARANTINED', message: `${q.reason} (journal entry ${q.file})`, at: iso(q.at) }
-        : f.lastError
-          ? { code: f.lastError.code, message: f.lastError.message, at: iso(f.lastError.at) }
-          : f.failed
-            ? { code: 'FAILED', message: f.failed, at: iso(Date.now()) }
-            : null,
+        : censusError && censusError.atMs >= (f.lastError?.at ?? 0)
+          ? { code: censusError.code, message: censusError.message, at: censusError.at }
+          : f.lastError
+            ? { code: f.lastError.code, message: f.lastError.message, at: iso(f.lastError.at) }
+            : f.failed
+              ? { code: 'FAILED', message: f.failed, at: iso(Date.now()) }
+              : null,
       specHash: desired?.specHash ?? '',
       configHash: desired?.configHash ?? 'none',
       operation: f.operation,
       ...untouchedOf(r.currentPlan(), name),
+      ...(census ? { census } : {}),
     };
   }
 

@@ -8,6 +8,7 @@ import type { ExecutorDeps } from './ports.js';
 import { resolveImage, type PullPolicy } from './image.js';
 import { runBootstrap } from './bootstrap.js';
 import { finish, stopGraceOf, undo } from './undo.js';
+import { censusAfter, censusBefore } from './census.js';
 
 export interface UpgradeRequest {
   readonly operationId: string;
@@ -203,6 +204,10 @@ async function transaction(deps: ExecutorDeps, req: UpgradeRequest): Promise<Upg
   step('create', N, 'done', newId.slice(0, 12));
   failpoint('upgrade.after-create');
 
+  // The domain census: what the running hypervisor lists, before anything is stopped (census.ts).
+  const oldCensus = old && state.generation(name, old.identity.generation)?.spec.census;
+  const census =
+    old && isRunning(old) ? await censusBefore(deps, oldCensus || req.spec.census, old.id) : undefined;
   deps.health.pause(name);
   let stopAt = 0;
   let runningAt = 0;
@@ -282,6 +287,8 @@ async function transaction(deps: ExecutorDeps, req: UpgradeRequest): Promise<Upg
   await finish(deps, entry);
   failpoint('upgrade.after-commit');
   step('commit', N, 'done');
+  const ctx = { operationId: req.operationId, container: name, action: req.kind, containerId: newId };
+  await censusAfter(deps, census, req.spec.census, ctx);
   return {
     container: name,
     generation: N,

@@ -67,6 +67,27 @@ export type SpcdEvent =
       readonly action: 'upgrade' | 'stop' | 'remove';
       readonly reason: string;
     }
+  | {
+      /**
+       * The domain census of a hypervisor container after an upgrade,
+       * recreate, rollback or restart (issue 12): `ok`, `mismatch`, or
+       * `skipped` when the listing before the stop failed.
+       */
+      readonly type: 'census';
+      readonly at: number;
+      readonly operationId: string;
+      readonly container: string;
+      readonly action: string;
+      readonly outcome: 'ok' | 'mismatch' | 'skipped';
+      /** Domains listed before the stop and after the start (absent when that listing failed). */
+      readonly before?: readonly string[];
+      readonly after?: readonly string[];
+      readonly missing: readonly string[];
+      readonly added: readonly string[];
+      /** qemu processes the host's /proc shows after the start (the VM probe). */
+      readonly vmProcesses?: number;
+      readonly detail: string;
+    }
   | { readonly type: 'engine'; readonly at: number; readonly available: boolean; readonly reason?: string }
   | { readonly type: 'reload'; readonly at: number; readonly ok: boolean; readonly detail?: string };
 

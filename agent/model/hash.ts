@@ -70,6 +70,7 @@ export const SPEC_HASH_FIELDS = {
   config: false,
   permissions: false,
   bootstrap: false,
+  census: false,
   source: false,
 } as const satisfies { readonly [K in keyof ContainerSpec]-?: boolean };
 

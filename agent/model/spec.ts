@@ -136,6 +136,17 @@ export interface BootstrapTaskSpec {
   readonly acceptExitCodes: readonly number[];
 }
 
+/**
+ * The domain census of a hypervisor container (issue 12): listed before spcd
+ * stops it and after the new instance is up; a difference is reported.
+ */
+export interface CensusSpec {
+  /** Run in the container; prints one running domain per line (`virsh list --uuid`). */
+  readonly argv: readonly string[];
+  /** Deadline of one listing before the stop; after the start, listings are retried until it passes. */
+  readonly timeoutMs: number;
+}
+
 export interface ContainerSpec {
   /** The docker container name; unique on the host. */
   readonly name: string;
@@ -184,6 +195,8 @@ export interface ContainerSpec {
   /** Kolla config.json `permissions`; absent when the definition gives none. */
   readonly permissions?: readonly KollaPermission[];
   readonly bootstrap: readonly BootstrapTaskSpec[];
+  /** Absent: no census. Only on role hypervisor. */
+  readonly census?: CensusSpec;
   /** Where it came from, for error messages: "container-sets/compute.yaml:12". */
   readonly source: string;
 }

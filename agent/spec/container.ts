@@ -5,6 +5,7 @@ import { readSysctls, readUlimits } from './kernel-params.js';
 import { BOOTSTRAP_TIMEOUT_MS, readBootstrap } from './bootstrap.js';
 import { CONFIG_DEFAULTS, readConfig, readPermissions } from './kolla-config.js';
 import { readMounts } from './mounts.js';
+import { readCensus } from './census.js';
 import type { Reader } from './read.js';
 import type { Where } from './where.js';
 
@@ -44,6 +45,7 @@ export const CONTAINER_KEYS = [
   'config',
   'permissions',
   'bootstrap',
+  'census',
 ] as const;
 
 export const CONTAINER_DEFAULTS = {
@@ -195,6 +197,7 @@ export function validateContainer(
   const config = opt('config', (v, w) => readConfig(r, v, w)) ?? [];
   const permissions = opt('permissions', (v, w) => readPermissions(r, v, w));
   const bootstrap = opt('bootstrap', (v, w) => readBootstrap(r, v, w)) ?? [];
+  const census = opt('census', (v, w) => readCensus(r, v, w, role));
   if (
     r.problems.count === before &&
     command === undefined &&
@@ -249,6 +252,7 @@ export function validateContainer(
     config,
     ...(permissions && permissions.length > 0 ? { permissions } : {}),
     bootstrap,
+    ...(census ? { census } : {}),
     source: `${where.file}:${where.line}`,
   };
 }

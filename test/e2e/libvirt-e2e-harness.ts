@@ -129,6 +129,8 @@ export interface SetRendering {
   readonly image?: string;
   /** Drop the /sys/fs/cgroup bind (a definition that breaks a VM-safety rule). */
   readonly dropCgroupBind?: boolean;
+  /** Drop the bootstrap task that warms qemu's capabilities cache (SPCD_E2E_NO_WARM=1, for the window without it). */
+  readonly noWarm?: boolean;
 }
 
 /** container-sets-e2e/libvirt.yaml with this run's root, container name and run label. */
@@ -141,6 +143,8 @@ export function renderSet(r: SetRendering): string {
     .replace('spcd-e2e.run: manual', `spcd-e2e.run: ${r.runId}`);
   if (r.image) text = text.replace(`image: ${IMAGE_9}`, `image: ${r.image}`);
   if (r.dropCgroupBind) text = text.replace(/^\s*- \/sys\/fs\/cgroup:\/sys\/fs\/cgroup\n/m, '');
+  // Without the cache-warming bootstrap task (measuring the window it saves).
+  if (r.noWarm) text = text.replace(/^ *# warm-qemu-caps-begin\n[\s\S]*?# warm-qemu-caps-end\n/m, '');
   return text;
 }
 
@@ -157,6 +161,12 @@ export interface SpcdEventLine {
   readonly ok?: boolean;
   readonly error?: { code: string; message: string };
   readonly result?: Record<string, unknown>;
+  /** census events */
+  readonly action?: string;
+  readonly before?: readonly string[];
+  readonly after?: readonly string[];
+  readonly missing?: readonly string[];
+  readonly added?: readonly string[];
 }
 
 /** A client of GET /v1/events: keeps every event it has read. */
@@ -224,6 +234,7 @@ export interface ContainerView {
   health: string;
   startedAt: string | null;
   lastError: { code: string; message: string; at: string } | null;
+  census?: Record<string, unknown>;
 }
 
 /** The few API calls the test makes, over spcd's unix socket. */

@@ -17,7 +17,7 @@
  *
  * SPCD_E2E_SUMMARY=FILE: the summary line is written there (npm run e2e:libvirt).
  */
-import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProcVmProbe } from '../../agent/daemon/vm-probe.js';
@@ -47,6 +47,8 @@ const TICK_S = 1.0;
  */
 const SLACK_S = 0.6;
 const SPCD_ARGS = ['--gate-deadline', '90s', '--relist-interval', '2s'];
+/** SPCD_E2E_NO_WARM=1: without the bootstrap task that warms qemu's capabilities cache (to measure what it saves). */
+const NO_WARM = process.env.SPCD_E2E_NO_WARM === '1';
 
 interface StepResult {
   step: string;
@@ -213,13 +215,52 @@ async function upgradeVia(image: string): Promise<Acted> {
   const w = fin.result?.window as { stopToRunningMs: number; stopToHealthyMs: number };
   const after = await api.container(container);
   recordId(after.containerId);
+  await expectCensusOk(op, 'upgrade');
   expect(after.generation).toBe(before.generation + 1);
   expect(after.image).toBe(image);
   expect(after.containerId).not.toBe(before.containerId);
+  const warm = ['begin', 'done'].map(
+    (o) =>
+      tap!.find(
+        (e) =>
+          e.type === 'upgrade-step' &&
+          e.operationId === op &&
+          e.step === 'bootstrap:warm-qemu-caps' &&
+          e.outcome === o,
+      )?.at,
+  );
+  const warmS = warm[0] && warm[1] ? ((warm[1] - warm[0]) / 1000).toFixed(2) : 'none';
+  // Which qemu capabilities the new libvirt had to probe itself: cache files written after the stop.
+  const capsDir = join(root, 'var/cache/libvirt/qemu/capabilities');
+  const reprobed = existsSync(capsDir)
+    ? readdirSync(capsDir).filter((f) => statSync(join(capsDir, f)).mtimeMs > stop.at).length
+    : 0;
   console.log(
-    `upgrade ${before.image} -> ${image}: generation ${after.generation} stop_to_running_s=${(w.stopToRunningMs / 1000).toFixed(2)} stop_to_healthy_s=${(w.stopToHealthyMs / 1000).toFixed(2)}`,
+    `upgrade ${before.image} -> ${image}: generation ${after.generation} warm_task_s=${warmS} caps_probed_in_window=${reprobed} stop_to_running_s=${(w.stopToRunningMs / 1000).toFixed(2)} stop_to_healthy_s=${(w.stopToHealthyMs / 1000).toFixed(2)}`,
   );
   return { tStop: stop.at / 1000, spcdWindowS: w.stopToHealthyMs / 1000, spcdWindow: 'stopToHealthy' };
+}
+
+/**
+ * The domain census of an operation (issue 12): spcd listed the guest's UUID
+ * before the stop and again after, and says so in the event and the status.
+ */
+async function expectCensusOk(op: string, action: string): Promise<void> {
+  const e = tap!.find((x) => x.type === 'census' && x.operationId === op);
+  expect(e, `no census event for ${op}`).toBeDefined();
+  const uuid = await virsh('domuuid', guest);
+  expect(e).toMatchObject({ outcome: 'ok', action, before: [uuid], after: [uuid], missing: [], added: [] });
+  const c = await api.container(container);
+  expect(c.census).toMatchObject({
+    outcome: 'ok',
+    action,
+    operationId: op,
+    before: 1,
+    after: 1,
+    mismatches: 0,
+  });
+  expect(c.lastError?.code).not.toBe('DOMAIN_CENSUS_MISMATCH');
+  console.log(`census ${action}: ${e!.detail}`);
 }
 
 beforeAll(async () => {
@@ -234,7 +275,7 @@ beforeAll(async () => {
   guest = `e2e-${process.pid}-${Math.floor(Math.random() * 1e5)}`;
   await vmsh('prepare-root', [root]);
   for (const d of ['etc/libvirt/qemu', 'var/cache/libvirt']) mkdirSync(join(root, d), { recursive: true });
-  writeSet(sb, 'libvirt.yaml', renderSet({ root, container, runId }));
+  writeSet(sb, 'libvirt.yaml', renderSet({ root, container, runId, noWarm: NO_WARM }));
   await startSpcd();
   api = new SpcdApi(sb.socket);
   const first = await waitFor(
@@ -331,10 +372,13 @@ describe('a real qemu guest survives libvirt container changes made through spcd
       if (fin.phase !== 'succeeded') throw new Error(`restart failed: ${JSON.stringify(fin.error)}`);
       const windowMs = Number(fin.result?.windowMs);
       const after = await api.container(container);
+      await expectCensusOk(op, 'restart');
       expect(after.containerId).toBe(before.containerId);
       expect(after.startedAt).not.toBe(before.startedAt);
-      // The restart reports stop+start only; its stop began windowMs before it answered.
-      return { tStop: (fin.at - windowMs) / 1000, spcdWindowS: windowMs / 1000, spcdWindow: 'stopToRunning' };
+      // The restart reports stop+start only, and when its stop began (the census after the start comes later).
+      const tStop = Date.parse(String(fin.result?.stoppedAt)) / 1000;
+      expect(tStop).toBeGreaterThan(0);
+      return { tStop, spcdWindowS: windowMs / 1000, spcdWindow: 'stopToRunning' };
     });
     expectSurvived(r);
   }, 600_000);

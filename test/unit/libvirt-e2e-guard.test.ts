@@ -114,3 +114,24 @@ describe('the libvirt e2e set and the VM-safety guard', () => {
     expect((err as SpcdError).message).toContain('cgroup-bind');
   });
 });
+
+describe('the real-VM set: census and the qemu capabilities warm-up', () => {
+  it('lists domains by UUID, and warms the cache from a libvirtd that cannot see the running one', async () => {
+    const spec = await e2eSpec();
+    expect(spec.census).toEqual({
+      argv: ['virsh', '-c', 'qemu:///system', 'list', '--uuid'],
+      timeoutMs: 10_000,
+    });
+    expect(spec.bootstrap.map((t) => t.name)).toEqual(['warm-qemu-caps']);
+    const script = spec.bootstrap[0]!.command!.join(' ');
+    // its own mount namespace, private: nothing it mounts reaches the host (a Kolla /run:/run:shared bind)
+    expect(script).toContain('exec unshare --mount --propagation private');
+    // the running libvirt's sockets, domain status and definitions hidden; only /var/cache/libvirt is shared
+    expect(script).toMatch(
+      /for d in \/run\/libvirt \/var\/lib\/libvirt \/etc\/libvirt\/qemu; do\s+mount -t tmpfs/,
+    );
+    expect(spec.binds.map((b) => b.target)).toContain('/var/cache/libvirt');
+    // every qemu binary (capabilities), not only the default one (domcapabilities)
+    expect(script).toContain('virsh -c qemu:///system capabilities');
+  });
+});

@@ -88,6 +88,17 @@ describe('CLI output escapes what it shows', () => {
       { type: 'reload', at: 0, ok: false, detail: NASTY },
       { type: 'engine', at: 0, available: false, reason: NASTY },
       {
+        type: 'census',
+        at: 0,
+        operationId: 'op2',
+        container: 'nova_libvirt',
+        action: 'upgrade',
+        outcome: 'mismatch',
+        missing: [],
+        added: [],
+        detail: NASTY,
+      },
+      {
         type: 'operation',
         at: 0,
         operationId: 'op1',
