@@ -1,5 +1,6 @@
 import { SpcdError } from '../errors.js';
 import { startKube } from '../kube/integration.js';
+import { applyClusterGlobals } from './cluster-globals.js';
 import type { DaemonParts } from './daemon.js';
 
 /** Connects the daemon to the kube/ room: its status, its events, and upgrades on request of the fleet. */
@@ -8,7 +9,7 @@ export async function startKubeIntegration(
   kube: { namespace: string; desiredConfigMap: string | undefined; fleetSlots: number },
   nodeName: string,
 ): Promise<{ stop(): Promise<void> }> {
-  const { status, actions, events, reconciler, clock, log, settings } = parts;
+  const { status, actions, events, reconciler, clock, log, settings, reloadWithGlobals } = parts;
   const waitFor = (operationId: string): Promise<void> =>
     new Promise((resolve, reject) => {
       const off = events.subscribe((e) => {
@@ -40,6 +41,21 @@ export async function startKubeIntegration(
         const ref = await actions.upgrade(c.spec.name, { image });
         await waitFor(ref.operationId);
       }
+    },
+    initialGlobals: parts.clusterGlobals(),
+    // The ConfigMap's globals: re-render, recreate what changed, health-gated (cluster-globals.ts).
+    applyGlobals: async (globals) => {
+      const recreated = await applyClusterGlobals(
+        {
+          reloadWithGlobals,
+          desired: () => reconciler.desiredContainers(),
+          events,
+          clock,
+          deadlineMs: 30 * 60_000,
+        },
+        { ...globals },
+      );
+      log.info({ recreated }, 'cluster globals applied');
     },
     clock,
     log: log.child({ room: 'kube' }),

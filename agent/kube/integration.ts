@@ -24,6 +24,10 @@ export interface KubeIntegrationDeps {
   readonly subscribe: (l: (e: SpcdEvent) => void) => () => void;
   /** Upgrades this node's containers to these images, health-gated; resolves when all are done. */
   readonly applyImages: (images: Readonly<Record<string, string>>) => Promise<void>;
+  /** Re-renders with these globals over the globals file; resolves once what changed is recreated, health-gated. */
+  readonly applyGlobals: (globals: Readonly<Record<string, unknown>>) => Promise<void>;
+  /** The cluster globals already in force on this node (applied before a restart). */
+  readonly initialGlobals: Readonly<Record<string, unknown>>;
   readonly clock: Clock;
   readonly log: Logger;
 }
@@ -58,12 +62,30 @@ export async function startKube(deps: KubeIntegrationDeps): Promise<{ stop(): Pr
       { slots: deps.fleetSlots, leaseDurationSeconds: deps.leaseDurationSeconds },
     );
     let lastVersion = '';
+    /** The globals last asked for ({} = none: the ConfigMap has no globals, or is gone). */
+    let lastGlobals = JSON.stringify(deps.initialGlobals);
     const onChange = (d: DesiredFromConfigMap | undefined): void => {
-      if (!d || d.resourceVersion === lastVersion || Object.keys(d.images).length === 0) return;
-      lastVersion = d.resourceVersion;
-      // One fleet upgrade at a time on this node, in arrival order.
+      if (d && d.resourceVersion === lastVersion) return;
+      const globals = d?.globals ?? {};
+      const globalsText = JSON.stringify(globals);
+      const globalsChanged = globalsText !== lastGlobals;
+      const images = d?.images ?? {};
+      if (!globalsChanged && Object.keys(images).length === 0) return;
+      if (d) lastVersion = d.resourceVersion;
+      lastGlobals = globalsText;
+      // One fleet upgrade at a time on this node, in arrival order; globals, then images,
+      // under the same slot: a globals change recreates containers too.
       upgrading = upgrading
-        .then(() => runFleetUpgrade(slots, () => deps.applyImages(d.images), { clock, log }))
+        .then(() =>
+          runFleetUpgrade(
+            slots,
+            async () => {
+              if (globalsChanged) await deps.applyGlobals(globals);
+              if (Object.keys(images).length > 0) await deps.applyImages(images);
+            },
+            { clock, log, startJitterMs: 1000 },
+          ),
+        )
         .catch((err: unknown) => log.warn({ err: (err as Error).message }, 'fleet upgrade did not complete'));
     };
     watcher = new DesiredWatcher(
@@ -79,6 +101,7 @@ export async function startKube(deps: KubeIntegrationDeps): Promise<{ stop(): Pr
       watcher?.stop();
       reporter.stop();
       await upgrading;
+      api.close();
     },
   };
 }
