@@ -5,7 +5,7 @@
  * Prints total rollout time against the ideal ceil(nodes/N) x W.
  *
  *   npm run bench:fleet -- [--nodes 1000] [--slots 10] [--window 30] [--retry 5000] [--lease 15]
- *     [--spread 1000] [--jitter 1000]
+ *     [--spread 100] [--jitter 1000]
  */
 import { KubeClient } from '../agent/kube/client.js';
 import { FleetSlots } from '../agent/kube/fleet-slots.js';
@@ -26,7 +26,7 @@ const N = arg('slots', 10);
 const W = arg('window', 50);
 const retryMs = arg('retry', 5000);
 const lease = arg('lease', 15);
-const spread = arg('spread', 1000);
+const spread = arg('spread', 100);
 const startJitter = arg('jitter', 1000);
 
 const server = new FakeKubeServer();

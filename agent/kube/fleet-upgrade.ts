@@ -13,7 +13,7 @@ export interface FleetUpgradeOptions {
   readonly log: Logger;
   /** Slow poll: pause between passes while the slot watch is lost; jittered ±50%. Default 5000 ms. */
   readonly retryMs?: number;
-  /** A freed slot is tried after a random delay in [0, wakeSpreadMs): waiters do not all race. Default 1000 ms. */
+  /** A freed slot is tried after a random delay in [0, wakeSpreadMs), doubled per 409: waiters do not all race. Default 100 ms. */
   readonly wakeSpreadMs?: number;
   /** The first pass waits a random delay in [0, startJitterMs). Default 0. */
   readonly startJitterMs?: number;
@@ -75,7 +75,7 @@ export async function acquireSlot(slots: FleetSlots, opts: FleetUpgradeOptions):
           clock: opts.clock,
           log: opts.log,
           random,
-          wakeSpreadMs: opts.wakeSpreadMs ?? 1000,
+          wakeSpreadMs: opts.wakeSpreadMs ?? 100,
           pollMs: base,
           signal,
         });

@@ -21,7 +21,7 @@ export interface SlotWaitOptions {
   readonly random: () => number;
   /** A freed slot is tried after a random delay in [0, wakeSpreadMs). */
   readonly wakeSpreadMs: number;
-  /** Ends the wait for a fresh pass over all slots after this long (jittered ±50%). */
+  /** A pass over all slots (watch kept) this often (jittered ±50%): finds a free slot nobody watches. */
   readonly pollMs: number;
   readonly signal?: AbortSignal;
 }
@@ -42,8 +42,8 @@ export function waitForSlot(
   const { clock, log, random } = opts;
   const seen = new Map(pass.leases);
   // A waiter follows one slot, picked at random: each release wakes about 1/N of
-  // the waiters, not all of them. The slow pass every pollMs finds any other slot
-  // that is free.
+  // the waiters, not all of them. The slow pass every pollMs (one list, the
+  // watch kept) finds any other slot that is free.
   const mine = slots.slotName(Math.floor(random() * slots.slots));
   let rv = pass.resourceVersion;
   let handle: WatchHandle | undefined;
@@ -164,8 +164,26 @@ export function waitForSlot(
     };
     follow();
     consider();
-    cancelPoll = clock.setTimer(Math.max(1, Math.round(opts.pollMs * (0.5 + random()))), () =>
-      finish('relist'),
-    );
+    // The slow pass over all slots, watch kept: one list, and a take when another slot is free.
+    const schedulePoll = (): void => {
+      cancelPoll = clock.setTimer(Math.max(1, Math.round(opts.pollMs * (0.5 + random()))), () => {
+        if (settled) return;
+        if (trying) return schedulePoll();
+        trying = true;
+        slots.pass().then(
+          (p) => {
+            trying = false;
+            if (p.handle && settled) void slots.release(p.handle).catch(() => undefined);
+            else if (p.handle) finish(p.handle);
+            else schedulePoll();
+          },
+          (err: unknown) => {
+            trying = false;
+            finish(isSpcdError(err) ? err : new SpcdError('KUBE_UNAVAILABLE', String(err)));
+          },
+        );
+      });
+    };
+    schedulePoll();
   });
 }
