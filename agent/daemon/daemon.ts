@@ -9,6 +9,7 @@ import { allContainers, type DesiredState } from '../model/spec.js';
 import { DockerEngine } from '../engine/docker.js';
 import { HealthManager } from '../health/manager.js';
 import { envFailpoint } from '../executor/failpoint.js';
+import { resolveImage } from '../executor/image.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { Reconciler } from '../reconciler/reconciler.js';
 import { loadDesired } from '../spec/load.js';
@@ -43,6 +44,8 @@ export interface DaemonParts {
   readonly reloadWithGlobals: (globals: Record<string, unknown>) => Promise<Record<string, unknown>>;
   /** The cluster globals in force (last applied, kept across restarts). */
   readonly clusterGlobals: () => Record<string, unknown>;
+  /** Makes these images present (pulled when missing), touching no container. */
+  readonly prePull: (images: readonly string[], operationId: string) => Promise<void>;
 }
 
 export function packageVersion(): string {
@@ -292,6 +295,9 @@ export async function buildDaemon(
     actions,
     reloadWithGlobals,
     clusterGlobals: () => clusterGlobals,
+    async prePull(images, operationId) {
+      for (const image of new Set(images)) await resolveImage(exec, image, 'missing', operationId);
+    },
     async start() {
       const report = await runPreflight({
         dockerInfo: () => engine.info().catch(() => undefined),

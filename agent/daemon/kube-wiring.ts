@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { SpcdError } from '../errors.js';
 import { startKube } from '../kube/integration.js';
 import { applyClusterGlobals } from './cluster-globals.js';
@@ -43,6 +44,14 @@ export async function startKubeIntegration(
       }
     },
     initialGlobals: parts.clusterGlobals(),
+    // Before asking for a slot: the images this node would change to, pulled now, outside any window.
+    prePull: async (images) => {
+      const wanted = reconciler
+        .desiredContainers()
+        .map((c) => images[c.spec.name])
+        .filter((i): i is string => i !== undefined);
+      await parts.prePull(wanted, `fleet-prepull-${randomUUID().slice(0, 8)}`);
+    },
     // The ConfigMap's globals: re-render, recreate what changed, health-gated (cluster-globals.ts).
     applyGlobals: async (globals) => {
       const recreated = await applyClusterGlobals(

@@ -203,4 +203,25 @@ describe('spcd in a cluster (in-test API server, real client)', () => {
     // g's file is the same under the new globals: left alone
     expect((await inspect(n('g')))!.State.StartedAt).toBe(gStarted);
   });
+
+  it('pulls the new images before asking for a slot: a pull failure takes no slot and changes nothing', async () => {
+    const g1 = (await inspect(n('g')))!;
+    const writes = leaseWrites();
+    const warned = spcd.output.length;
+    server.put('configmaps', NS, {
+      metadata: { name: 'spcd-desired' },
+      // a registry on a closed loopback port: the pull fails at once
+      data: { images: `${n('g')}: 127.0.0.1:9/spcd-missing:1\n`, globals: 'level: 7\nmode: bad\n' },
+    });
+    const line = await waitFor(
+      'pre-pull failure reported',
+      () => spcd.output.slice(warned).find((l) => l.includes('pre-pull failed; no slot taken')),
+      { timeoutMs: 60_000 },
+    ).catch(explain);
+    expect(JSON.parse(line)).toMatchObject({ phase: 'pull', code: 'IMAGE_PULL_FAILED' });
+    expect(leaseWrites()).toBe(writes);
+    const g = (await inspect(n('g')))!;
+    expect(g.Id).toBe(g1.Id);
+    expect(g.Config.Image).toBe('spcd-demo/service:1');
+  });
 });
