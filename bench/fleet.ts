@@ -4,7 +4,8 @@
  * @kubernetes/client-node. Each node's local upgrade takes W ms (simulated).
  * Prints total rollout time against the ideal ceil(nodes/N) x W.
  *
- *   npm run bench:fleet -- [--nodes 1000] [--slots 10] [--window 30] [--retry 1000] [--lease 15]
+ *   npm run bench:fleet -- [--nodes 1000] [--slots 10] [--window 30] [--retry 5000] [--lease 15]
+ *     [--spread 100] [--jitter 1000]
  */
 import { KubeClient } from '../agent/kube/client.js';
 import { FleetSlots } from '../agent/kube/fleet-slots.js';
@@ -25,6 +26,8 @@ const N = arg('slots', 10);
 const W = arg('window', 50);
 const retryMs = arg('retry', 5000);
 const lease = arg('lease', 15);
+const spread = arg('spread', 100);
+const startJitter = arg('jitter', 1000);
 
 const server = new FakeKubeServer();
 await server.start();
@@ -52,20 +55,27 @@ await Promise.all(
         inFlight--;
         done++;
       },
-      { clock: systemClock, log, retryMs },
+      { clock: systemClock, log, retryMs, wakeSpreadMs: spread, startJitterMs: startJitter },
     );
   }),
 );
 const total = performance.now() - t0;
+api.close();
 await server.stop();
 
 const ideal = Math.ceil(nodes / N) * W;
 const leaseCalls = server.calls.filter((c) => c.resource === 'leases');
 const conflicts = leaseCalls.filter((c) => c.status === 409).length;
-console.log(`nodes=${nodes} upgraded=${done} N=${N} window_ms=${W} retry_ms=${retryMs} lease_s=${lease}`);
-console.log(`total_ms=${total.toFixed(0)} ideal_ms=${ideal} (ceil(${nodes}/${N}) x ${W})`);
 console.log(
-  `lease_requests=${leaseCalls.length} conflicts_409=${conflicts} requests_per_node=${(leaseCalls.length / nodes).toFixed(1)}`,
+  `nodes=${nodes} upgraded=${done} N=${N} window_ms=${W} retry_ms=${retryMs} lease_s=${lease} spread_ms=${spread} jitter_ms=${startJitter}`,
+);
+console.log(`total_ms=${total.toFixed(0)} ideal_ms=${ideal} (ceil(${nodes}/${N}) x ${W})`);
+const perNode = (leaseCalls.length / nodes).toFixed(1);
+const byVerb = (v: string) => leaseCalls.filter((c) => c.verb === v).length;
+console.log(
+  `lease_requests=${leaseCalls.length} conflicts_409=${conflicts} list=${byVerb('list')} watch=${byVerb('watch')} create=${byVerb('create')} update=${byVerb('update')}`,
 );
 if (done !== nodes || maxConcurrent > N) process.exitCode = 1;
-console.log(`fleet_rollout_ratio=${(total / ideal).toFixed(2)} max_concurrent=${maxConcurrent} N=${N}`);
+console.log(
+  `fleet_rollout_ratio=${(total / ideal).toFixed(2)} max_concurrent=${maxConcurrent} N=${N} requests_per_node=${perNode}`,
+);

@@ -16,7 +16,8 @@ export interface ValueFiles {
 /**
  * Config for each container, rendered from the templates with values in
  * increasing precedence: the set's defaults (outer sets under inner), the
- * operator's globals, the per-host override values, the secrets file.
+ * operator's globals file, the desired ConfigMap's globals (in a cluster),
+ * the per-host override values, the secrets file.
  * Rendering is pure and cached per spec; write() switches the container's
  * config directory atomically before a generation that mounts it is created.
  */
@@ -35,10 +36,20 @@ export class TemplateConfig implements ConfigPort {
     this.renderer = new Renderer({ templatesDir: opts.templatesDir, log: opts.log });
   }
 
-  /** Re-reads the value files for a new set of definitions. Throws (typed) on any bad input. */
-  async load(definitions: DesiredState): Promise<void> {
+  /**
+   * Re-reads the value files for a new set of definitions. `clusterGlobals`
+   * (the desired ConfigMap's globals) lie over the globals file and under the
+   * host overrides. Throws (typed) on any bad input.
+   */
+  async load(definitions: DesiredState, clusterGlobals: Record<string, unknown> = {}): Promise<void> {
     const { globalsFile, secretsFile } = this.opts.files;
-    const globals = globalsFile ? await loadValueFile(globalsFile, { optional: true }) : {};
+    const fileGlobals = globalsFile ? await loadValueFile(globalsFile, { optional: true }) : {};
+    const globals = mergeValues({
+      setDefaults: fileGlobals,
+      globals: clusterGlobals,
+      hostValues: {},
+      secrets: {},
+    }).values;
     const secrets = secretsFile ? await loadValueFile(secretsFile, { secret: true, optional: true }) : {};
     const defaultsOf = new Map<string, Record<string, unknown>>();
     const walk = (s: SetSpec, inherited: Record<string, unknown>): void => {

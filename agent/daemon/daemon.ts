@@ -9,6 +9,7 @@ import { allContainers, type DesiredState } from '../model/spec.js';
 import { DockerEngine } from '../engine/docker.js';
 import { HealthManager } from '../health/manager.js';
 import { envFailpoint } from '../executor/failpoint.js';
+import { resolveImage } from '../executor/image.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { Reconciler } from '../reconciler/reconciler.js';
 import { loadDesired } from '../spec/load.js';
@@ -20,6 +21,7 @@ import { DaemonActions } from './actions.js';
 import { desiredContainers, heldContainers, stalePins } from './desired.js';
 import { Operations } from './operations.js';
 import { MountPreparer, type ConfigPort } from './preparer.js';
+import { readClusterGlobals, writeClusterGlobals } from './cluster-globals.js';
 import { TemplateConfig } from './config.js';
 import { registryAuthFromFile } from './registry-auth.js';
 import type { Settings } from './settings.js';
@@ -43,6 +45,12 @@ export interface DaemonParts {
   readonly actions: DaemonActions;
   /** The one metrics registry; the API adds its families to it and renders it. */
   readonly metrics: MetricsRegistry;
+  /** A reload with these cluster globals (the desired ConfigMap's), as a local reload otherwise. */
+  readonly reloadWithGlobals: (globals: Record<string, unknown>) => Promise<Record<string, unknown>>;
+  /** The cluster globals in force (last applied, kept across restarts). */
+  readonly clusterGlobals: () => Record<string, unknown>;
+  /** Makes these images present (pulled when missing), touching no container. */
+  readonly prePull: (images: readonly string[], operationId: string) => Promise<void>;
 }
 
 export function packageVersion(): string {
@@ -103,9 +111,20 @@ export async function buildDaemon(
   let definitions = NO_DEFINITIONS;
   /** Why the definitions are not in force (spcd holds what runs); undefined once they are. */
   let loadError: SpcdError | undefined;
+  /** The desired ConfigMap's globals last applied (kube-wiring.ts), kept across restarts; {} outside a cluster. */
+  let clusterGlobals: Record<string, unknown> = {};
+  try {
+    clusterGlobals = await readClusterGlobals(settings.stateDir);
+  } catch (err) {
+    // The ConfigMap delivers them again once the kube integration runs.
+    log.error(
+      { code: toSpcdError(err).code, err: (err as Error).message },
+      'cluster globals unreadable; ignored',
+    );
+  }
   try {
     const read = await loadDefinitions(settings);
-    await templateConfig.load(read);
+    await templateConfig.load(read, clusterGlobals);
     definitions = read;
   } catch (err) {
     loadError = toSpcdError(err);
@@ -145,7 +164,8 @@ export async function buildDaemon(
     for (const name of stalePins(definitions, state)) await state.setPin(name, undefined);
     return desiredContainers(definitions, state, (s) => config.hash(s));
   };
-  const reload = async (): Promise<Record<string, unknown>> => {
+  const reload = async (nextGlobals?: Record<string, unknown>): Promise<Record<string, unknown>> => {
+    const globalsNext = nextGlobals ?? clusterGlobals;
     let next: DesiredState;
     try {
       next = await loadDefinitions(settings);
@@ -158,18 +178,20 @@ export async function buildDaemon(
     const previous = definitions;
     let desired: Awaited<ReturnType<typeof computeDesired>>;
     try {
-      await templateConfig.load(next);
+      await templateConfig.load(next, globalsNext);
       definitions = next;
       desired = await computeDesired();
+      if (nextGlobals) await writeClusterGlobals(settings.stateDir, nextGlobals);
     } catch (err) {
       // Nothing half-applied: the old definitions and values stay in force.
       definitions = previous;
-      await templateConfig.load(previous).catch(() => undefined);
+      await templateConfig.load(previous, clusterGlobals).catch(() => undefined);
       const e = toSpcdError(err);
       if (loadError) loadError = e;
       events.publish({ type: 'reload', at: clock.now(), ok: false, detail: e.message });
       throw e;
     }
+    clusterGlobals = globalsNext;
     const plan = reconciler.preview(desired);
     reconciler.setDesired(desired);
     if (loadError) log.info('definitions read cleanly: applying them; the hold ends');
@@ -190,11 +212,11 @@ export async function buildDaemon(
     const preview = templateConfig.fork();
     try {
       next = await loadDefinitions(settings);
-      await preview.load(next);
+      await preview.load(next, clusterGlobals);
     } catch (err) {
       problems.push(toSpcdError(err).message);
       next = definitions;
-      await preview.load(definitions).catch(() => undefined);
+      await preview.load(definitions, clusterGlobals).catch(() => undefined);
     }
     let desired: ReturnType<typeof desiredContainers>;
     try {
@@ -228,7 +250,15 @@ export async function buildDaemon(
     for (const w of [...(p.untouched ?? []), ...p.waiting]) problems.push(`${w.container}: ${w.reason}`);
     return { items, problems };
   };
-  const actions = new DaemonActions({ reconciler, exec, operations, definitions: () => definitions, reload });
+  const actions = new DaemonActions({
+    reconciler,
+    exec,
+    operations,
+    definitions: () => definitions,
+    reload: () => reload(),
+  });
+  const reloadWithGlobals = (globals: Record<string, unknown>): Promise<Record<string, unknown>> =>
+    reload(globals);
   const version = packageVersion();
   let preflight: PreflightReport | undefined;
   const status = new DaemonStatus({
@@ -281,6 +311,11 @@ export async function buildDaemon(
     status,
     actions,
     metrics,
+    reloadWithGlobals,
+    clusterGlobals: () => clusterGlobals,
+    async prePull(images, operationId) {
+      for (const image of new Set(images)) await resolveImage(exec, image, 'missing', operationId);
+    },
     async start() {
       const report = await runPreflight({
         dockerInfo: () => engine.info().catch(() => undefined),

@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { SpcdError } from '../errors.js';
 import { startKube } from '../kube/integration.js';
+import { applyClusterGlobals } from './cluster-globals.js';
 import type { DaemonParts } from './daemon.js';
 
 /** Connects the daemon to the kube/ room: its status, its events, and upgrades on request of the fleet. */
@@ -8,7 +10,7 @@ export async function startKubeIntegration(
   kube: { namespace: string; desiredConfigMap: string | undefined; fleetSlots: number },
   nodeName: string,
 ): Promise<{ stop(): Promise<void> }> {
-  const { status, actions, events, reconciler, clock, log, settings } = parts;
+  const { status, actions, events, reconciler, clock, log, settings, reloadWithGlobals } = parts;
   const waitFor = (operationId: string): Promise<void> =>
     new Promise((resolve, reject) => {
       const off = events.subscribe((e) => {
@@ -40,6 +42,29 @@ export async function startKubeIntegration(
         const ref = await actions.upgrade(c.spec.name, { image });
         await waitFor(ref.operationId);
       }
+    },
+    initialGlobals: parts.clusterGlobals(),
+    // Before asking for a slot: the images this node would change to, pulled now, outside any window.
+    prePull: async (images) => {
+      const wanted = reconciler
+        .desiredContainers()
+        .map((c) => images[c.spec.name])
+        .filter((i): i is string => i !== undefined);
+      await parts.prePull(wanted, `fleet-prepull-${randomUUID().slice(0, 8)}`);
+    },
+    // The ConfigMap's globals: re-render, recreate what changed, health-gated (cluster-globals.ts).
+    applyGlobals: async (globals) => {
+      const recreated = await applyClusterGlobals(
+        {
+          reloadWithGlobals,
+          desired: () => reconciler.desiredContainers(),
+          events,
+          clock,
+          deadlineMs: 30 * 60_000,
+        },
+        { ...globals },
+      );
+      log.info({ recreated }, 'cluster globals applied');
     },
     clock,
     log: log.child({ room: 'kube' }),

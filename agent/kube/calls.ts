@@ -81,7 +81,14 @@ export const KUBE_CALLS = {
     group: 'coordination.k8s.io',
     resource: 'leases',
     scope: 'namespace',
-    why: 'FleetSlots.snapshot(): who holds which slot, for status',
+    why: 'FleetSlots: one pass over the slots, the version a wait watches from, and status',
+  },
+  watchLeases: {
+    verb: 'watch',
+    group: 'coordination.k8s.io',
+    resource: 'leases',
+    scope: 'namespace',
+    why: 'FleetSlots: a node waiting for a slot wakes when one is released or expires',
   },
   listConfigMaps: {
     verb: 'list',

@@ -22,6 +22,7 @@ import {
   type V1LeaseList,
   type V1Node,
 } from '@kubernetes/client-node';
+import type { Agent } from 'node:http';
 import { SpcdError } from '../errors.js';
 import { KUBE_CALLS, type KubeCallName } from './calls.js';
 
@@ -43,6 +44,12 @@ export interface KubeApi {
   replaceLease(namespace: string, name: string, lease: V1Lease): Promise<V1Lease>;
   listLeases(namespace: string, labelSelector?: string): Promise<V1LeaseList>;
   listConfigMaps(namespace: string, fieldSelector?: string): Promise<V1ConfigMapList>;
+  watchLeases(
+    namespace: string,
+    opts: { fieldSelector?: string; resourceVersion: string; timeoutSeconds?: number },
+    onEvent: (type: WatchEventType, obj: V1Lease | Record<string, unknown>) => void,
+    onDone: (err: SpcdError | null) => void,
+  ): Promise<WatchHandle>;
   watchConfigMaps(
     namespace: string,
     opts: { fieldSelector?: string; resourceVersion: string; timeoutSeconds?: number },
@@ -86,10 +93,34 @@ export function mapKubeError(err: unknown, call: KubeCallName): SpcdError {
   });
 }
 
-function options(timeoutMs: number, contentType?: string): ConfigurationOptions {
+/**
+ * client-node builds a new http(s) Agent for every request (its TLS options
+ * from the kubeconfig), so each call opens a fresh connection: about 5-10 ms
+ * each here, and a TLS handshake each against a real API server. The first
+ * agent it builds is kept, with keep-alive on, and handed to every later call
+ * of this client: same TLS options, reused connections.
+ */
+class SharedAgent {
+  private agent: Agent | undefined;
+  apply(ctx: RequestContext): void {
+    const fresh = ctx.getAgent();
+    if (!this.agent && fresh) {
+      this.agent = fresh;
+      // node's Agent reads keepAlive at run time when a socket frees.
+      (fresh as unknown as { keepAlive: boolean }).keepAlive = true;
+    }
+    if (this.agent) ctx.setAgent(this.agent);
+  }
+  destroy(): void {
+    this.agent?.destroy();
+  }
+}
+
+function options(timeoutMs: number, shared: SharedAgent, contentType?: string): ConfigurationOptions {
   // ObjectParamAPI hands options to the Observable API: middleware returns Observables.
   const m: ObservableMiddleware = {
     pre: (ctx: RequestContext) => {
+      shared.apply(ctx);
       ctx.setSignal(AbortSignal.timeout(timeoutMs));
       if (contentType) ctx.setHeaderParam('Content-Type', contentType);
       return new Observable(Promise.resolve(ctx));
@@ -104,12 +135,22 @@ export class KubeClient implements KubeApi {
   private readonly coord: CoordinationV1Api;
   private readonly watcher: Watch;
   private readonly timeoutMs: number;
+  private readonly shared = new SharedAgent();
 
   constructor(kubeConfig: KubeConfig, opts: KubeClientOptions = {}) {
     this.core = kubeConfig.makeApiClient(CoreV1Api);
     this.coord = kubeConfig.makeApiClient(CoordinationV1Api);
     this.watcher = new Watch(kubeConfig);
     this.timeoutMs = opts.callTimeoutMs ?? 10_000;
+  }
+
+  private opts(contentType?: string): ConfigurationOptions {
+    return options(this.timeoutMs, this.shared, contentType);
+  }
+
+  /** Closes the kept connections (idle sockets would otherwise hold the process open). */
+  close(): void {
+    this.shared.destroy();
   }
 
   private async call<T>(name: KubeCallName, fn: () => Promise<T>): Promise<T> {
@@ -121,12 +162,12 @@ export class KubeClient implements KubeApi {
   }
 
   readNode(name: string): Promise<V1Node> {
-    return this.call('readNode', () => this.core.readNode({ name }, options(this.timeoutMs)));
+    return this.call('readNode', () => this.core.readNode({ name }, this.opts()));
   }
 
   patchNode(name: string, mergePatch: object): Promise<V1Node> {
     return this.call('patchNode', () =>
-      this.core.patchNode({ name, body: mergePatch }, options(this.timeoutMs, PatchStrategy.MergePatch)),
+      this.core.patchNode({ name, body: mergePatch }, this.opts(PatchStrategy.MergePatch)),
     );
   }
 
@@ -134,16 +175,13 @@ export class KubeClient implements KubeApi {
     // Strategic merge: status.conditions merge by `type`, so the kubelet's own
     // conditions stay untouched (a JSON merge patch would replace the list).
     return this.call('patchNodeStatus', () =>
-      this.core.patchNodeStatus(
-        { name, body: strategicPatch },
-        options(this.timeoutMs, PatchStrategy.StrategicMergePatch),
-      ),
+      this.core.patchNodeStatus({ name, body: strategicPatch }, this.opts(PatchStrategy.StrategicMergePatch)),
     );
   }
 
   createEvent(namespace: string, event: CoreV1Event): Promise<CoreV1Event> {
     return this.call('createEvent', () =>
-      this.core.createNamespacedEvent({ namespace, body: event }, options(this.timeoutMs)),
+      this.core.createNamespacedEvent({ namespace, body: event }, this.opts()),
     );
   }
 
@@ -151,26 +189,24 @@ export class KubeClient implements KubeApi {
     return this.call('patchEvent', () =>
       this.core.patchNamespacedEvent(
         { namespace, name, body: mergePatch },
-        options(this.timeoutMs, PatchStrategy.MergePatch),
+        this.opts(PatchStrategy.MergePatch),
       ),
     );
   }
 
   readLease(namespace: string, name: string): Promise<V1Lease> {
-    return this.call('readLease', () =>
-      this.coord.readNamespacedLease({ namespace, name }, options(this.timeoutMs)),
-    );
+    return this.call('readLease', () => this.coord.readNamespacedLease({ namespace, name }, this.opts()));
   }
 
   createLease(namespace: string, lease: V1Lease): Promise<V1Lease> {
     return this.call('createLease', () =>
-      this.coord.createNamespacedLease({ namespace, body: lease }, options(this.timeoutMs)),
+      this.coord.createNamespacedLease({ namespace, body: lease }, this.opts()),
     );
   }
 
   replaceLease(namespace: string, name: string, lease: V1Lease): Promise<V1Lease> {
     return this.call('replaceLease', () =>
-      this.coord.replaceNamespacedLease({ namespace, name, body: lease }, options(this.timeoutMs)),
+      this.coord.replaceNamespacedLease({ namespace, name, body: lease }, this.opts()),
     );
   }
 
@@ -178,7 +214,7 @@ export class KubeClient implements KubeApi {
     return this.call('listLeases', () =>
       this.coord.listNamespacedLease(
         labelSelector ? { namespace, labelSelector } : { namespace },
-        options(this.timeoutMs),
+        this.opts(),
       ),
     );
   }
@@ -187,39 +223,67 @@ export class KubeClient implements KubeApi {
     return this.call('listConfigMaps', () =>
       this.core.listNamespacedConfigMap(
         fieldSelector ? { namespace, fieldSelector } : { namespace },
-        options(this.timeoutMs),
+        this.opts(),
       ),
     );
   }
 
-  async watchConfigMaps(
+  watchConfigMaps(
     namespace: string,
     opts: { fieldSelector?: string; resourceVersion: string; timeoutSeconds?: number },
     onEvent: (type: WatchEventType, obj: V1ConfigMap | Record<string, unknown>) => void,
     onDone: (err: SpcdError | null) => void,
   ): Promise<WatchHandle> {
     const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps`;
+    return this.watchPath('watchConfigMaps', path, opts, onEvent, onDone);
+  }
+
+  watchLeases(
+    namespace: string,
+    opts: { fieldSelector?: string; resourceVersion: string; timeoutSeconds?: number },
+    onEvent: (type: WatchEventType, obj: V1Lease | Record<string, unknown>) => void,
+    onDone: (err: SpcdError | null) => void,
+  ): Promise<WatchHandle> {
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+    return this.watchPath('watchLeases', path, opts, onEvent, onDone);
+  }
+
+  private async watchPath(
+    call: 'watchConfigMaps' | 'watchLeases',
+    path: string,
+    opts: {
+      fieldSelector?: string;
+      labelSelector?: string;
+      resourceVersion: string;
+      timeoutSeconds?: number;
+    },
+    onEvent: (type: WatchEventType, obj: Record<string, unknown>) => void,
+    onDone: (err: SpcdError | null) => void,
+  ): Promise<WatchHandle> {
     const query: Record<string, string | number | boolean | undefined> = {
       resourceVersion: opts.resourceVersion,
       allowWatchBookmarks: true,
       fieldSelector: opts.fieldSelector,
+      labelSelector: opts.labelSelector,
       timeoutSeconds: opts.timeoutSeconds ?? 300,
     };
     let stopped = false;
     const controller = await this.watcher.watch(
       path,
       query,
-      (type: string, obj: Record<string, unknown>) => onEvent(type as WatchEventType, obj),
+      (type: string, obj: Record<string, unknown>) => {
+        if (!stopped) onEvent(type as WatchEventType, obj);
+      },
       (err: unknown) => {
         if (stopped) return;
         if (!err) return onDone(null);
         const status = (err as { statusCode?: unknown }).statusCode;
         if (status === 410) {
-          onDone(new SpcdError('KUBE_GONE', 'watch: resourceVersion too old', { call: 'watchConfigMaps' }));
+          onDone(new SpcdError('KUBE_GONE', 'watch: resourceVersion too old', { call }));
         } else if (typeof status === 'number' && status < 500 && status !== 429) {
-          onDone(new SpcdError('KUBE_REJECTED', `watch refused with ${status}`, { status }));
+          onDone(new SpcdError('KUBE_REJECTED', `watch refused with ${status}`, { call, status }));
         } else {
-          onDone(mapKubeError(err, 'watchConfigMaps'));
+          onDone(mapKubeError(err, call));
         }
       },
     );

@@ -14,6 +14,7 @@ import { SpcdError, isSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { KubeApi, WatchHandle } from './client.js';
+import { parseValues } from '../render/values.js';
 
 export interface DesiredFromConfigMap {
   readonly resourceVersion: string;
@@ -56,7 +57,8 @@ export function parseDesired(cm: V1ConfigMap): DesiredFromConfigMap {
   let globals: Record<string, unknown>;
   try {
     images = parseMap(data.images, 'images');
-    globals = parseMap(data.globals, 'globals');
+    // globals are template values: the rules of a globals file (no anchors, no __proto__, a mapping)
+    globals = parseValues(data.globals ?? '', `ConfigMap ${cm.metadata?.name ?? ''} key "globals"`);
   } catch (err) {
     if (err instanceof SpcdError) throw err;
     throw new SpcdError(

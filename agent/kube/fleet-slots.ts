@@ -10,7 +10,7 @@ import { V1MicroTime, type V1Lease } from '@kubernetes/client-node';
 import { SpcdError, isSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
-import type { KubeApi } from './client.js';
+import type { KubeApi, WatchEventType, WatchHandle } from './client.js';
 import { fromMicroTime } from './lease-time.js';
 
 export const SLOT_LABEL = 'spcd.openstack.org/upgrade-slot';
@@ -125,34 +125,74 @@ export class FleetSlots {
    * does not answer: then no upgrade may start.
    */
   async acquire(): Promise<SlotHandle | undefined> {
-    const { api, namespace, log } = this.deps;
-    const list = await api.listLeases(namespace, `${SLOT_LABEL}=true`);
-    const byName = new Map<string, V1Lease>();
-    for (const l of list.items) if (l.metadata?.name) byName.set(l.metadata.name, l);
+    return (await this.pass()).handle;
+  }
+
+  /** A pass, and what it listed: the slots by name and the list's resourceVersion (to watch from). */
+  async pass(): Promise<{ handle?: SlotHandle; leases: Map<string, V1Lease>; resourceVersion: string }> {
+    const list = await this.deps.api.listLeases(this.deps.namespace, `${SLOT_LABEL}=true`);
+    const leases = new Map<string, V1Lease>();
+    for (const l of list.items) if (l.metadata?.name) leases.set(l.metadata.name, l);
+    const resourceVersion = list.metadata?.resourceVersion ?? '';
     const start = Math.floor(this.random() * this.slots);
     for (let k = 0; k < this.slots; k++) {
       const name = this.slotName((start + k) % this.slots);
-      const now = this.deps.clock.now();
-      const seen = byName.get(name);
-      try {
-        if (!seen) {
-          const created = await api.createLease(namespace, this.taken(undefined, name, now));
-          log.info({ slot: name }, 'fleet slot created and taken');
-          return new SlotHandle(name, created, now);
-        }
-        if (this.isHeldByOther(seen, now)) continue;
-        const got = await api.replaceLease(namespace, name, this.taken(seen, name, now));
-        log.info({ slot: name, previous: seen.spec?.holderIdentity ?? null }, 'fleet slot taken');
-        return new SlotHandle(name, got, now);
-      } catch (err) {
-        // 409 (create: AlreadyExists; update: Conflict): another node got there
-        // first, so our list is stale, and so is what it says of the other slots.
-        // End the pass instead of racing the whole fleet for each of them.
-        if (isSpcdError(err, 'LEASE_CONFLICT')) return undefined;
-        throw err;
-      }
+      const seen = leases.get(name);
+      if (seen && this.isHeldByOther(seen, this.deps.clock.now())) continue;
+      // A 409 ends the pass: our list is stale, and so is what it says of the
+      // other slots. Racing the whole fleet for each of them costs more.
+      const handle = await this.tryTake(name, seen);
+      return handle ? { handle, leases, resourceVersion } : { leases, resourceVersion };
     }
-    return undefined;
+    return { leases, resourceVersion };
+  }
+
+  /** Whether `name` is free to take by what we saw of it (absent, no holder, expired, or ours). */
+  isFree(name: string, seen: V1Lease | undefined): boolean {
+    return !seen || !this.isHeldByOther(seen, this.deps.clock.now());
+  }
+
+  /** When a slot held by another node stops counting as held, by this node's clock. */
+  heldUntil(seen: V1Lease): number | undefined {
+    return this.isHeldByOther(seen, this.deps.clock.now()) ? this.expiresAt(seen) : undefined;
+  }
+
+  /**
+   * Takes one slot as last seen: create when absent, else update guarded by
+   * the seen resourceVersion. Undefined on 409 (someone else got there first).
+   */
+  async tryTake(name: string, seen: V1Lease | undefined): Promise<SlotHandle | undefined> {
+    const { api, namespace, log } = this.deps;
+    const now = this.deps.clock.now();
+    try {
+      if (!seen) {
+        const created = await api.createLease(namespace, this.taken(undefined, name, now));
+        log.info({ slot: name }, 'fleet slot created and taken');
+        return new SlotHandle(name, created, now);
+      }
+      const got = await api.replaceLease(namespace, name, this.taken(seen, name, now));
+      log.info({ slot: name, previous: seen.spec?.holderIdentity ?? null }, 'fleet slot taken');
+      return new SlotHandle(name, got, now);
+    } catch (err) {
+      if (isSpcdError(err, 'LEASE_CONFLICT')) return undefined;
+      throw err;
+    }
+  }
+
+  /** Follows one slot Lease from `resourceVersion` (what a node waiting for a slot watches). */
+  watch(
+    name: string,
+    resourceVersion: string,
+    onEvent: (type: WatchEventType, obj: V1Lease | Record<string, unknown>) => void,
+    onDone: (err: SpcdError | null) => void,
+    timeoutSeconds = 300,
+  ): Promise<WatchHandle> {
+    return this.deps.api.watchLeases(
+      this.deps.namespace,
+      { fieldSelector: `metadata.name=${name}`, resourceVersion, timeoutSeconds },
+      onEvent,
+      onDone,
+    );
   }
 
   /** Pushes renewTime forward. Marks the handle lost when another node holds the slot now. */

@@ -6,12 +6,17 @@ import { SpcdError, isSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { FleetSlots, SlotHandle } from './fleet-slots.js';
+import { waitForSlot } from './slot-waiter.js';
 
 export interface FleetUpgradeOptions {
   readonly clock: Clock;
   readonly log: Logger;
-  /** Pause between passes while every slot is busy; jittered ±50%. Default 1000 ms. */
+  /** Slow poll: pause between passes while the slot watch is lost; jittered ±50%. Default 5000 ms. */
   readonly retryMs?: number;
+  /** A freed slot is tried after a random delay in [0, wakeSpreadMs), doubled per 409: waiters do not all race. Default 100 ms. */
+  readonly wakeSpreadMs?: number;
+  /** The first pass waits a random delay in [0, startJitterMs). Default 0. */
+  readonly startJitterMs?: number;
   /** Give up waiting for a slot after this long (rejects LEASE_CONFLICT). Default: wait forever. */
   readonly waitDeadlineMs?: number;
   readonly signal?: AbortSignal;
@@ -35,20 +40,60 @@ function pause(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** Waits for a slot. Rejects KUBE_UNAVAILABLE at once when the API server does not answer. */
+/**
+ * Waits for a slot: a pass; when every slot is busy, watch the slot Leases
+ * and try the moment one frees (slot-waiter.ts). A lost watch falls back to a
+ * pass every `retryMs` (jittered) until a watch holds again. Rejects
+ * KUBE_UNAVAILABLE at once when the API server does not answer a pass or a take.
+ */
 export async function acquireSlot(slots: FleetSlots, opts: FleetUpgradeOptions): Promise<SlotHandle> {
   const random = opts.random ?? Math.random;
-  const base = opts.retryMs ?? 1000;
+  const base = opts.retryMs ?? 5000;
   const started = opts.clock.now();
-  for (;;) {
-    if (opts.signal?.aborted) throw new SpcdError('SHUTTING_DOWN', 'fleet upgrade cancelled');
-    const h = await slots.acquire();
-    if (h) return h;
-    if (opts.waitDeadlineMs !== undefined && opts.clock.now() - started >= opts.waitDeadlineMs)
-      throw new SpcdError('LEASE_CONFLICT', 'no fleet upgrade slot became free in time', {
-        waitedMs: opts.clock.now() - started,
-      });
-    await pause(opts.clock, Math.max(1, Math.round(base * (0.5 + random()))), opts.signal);
+  // The start-up burst is spread: a whole fleet told at once does not list at once.
+  const startJitter = Math.floor(random() * (opts.startJitterMs ?? 0));
+  if (startJitter > 0) await pause(opts.clock, startJitter, opts.signal);
+  const deadline = new AbortController();
+  const cancelDeadline =
+    opts.waitDeadlineMs === undefined
+      ? undefined
+      : opts.clock.setTimer(opts.waitDeadlineMs, () => deadline.abort());
+  const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
+  const timedOut = (): SpcdError =>
+    new SpcdError('LEASE_CONFLICT', 'no fleet upgrade slot became free in time', {
+      waitedMs: opts.clock.now() - started,
+    });
+  try {
+    for (;;) {
+      if (deadline.signal.aborted) throw timedOut();
+      if (signal.aborted) throw new SpcdError('SHUTTING_DOWN', 'fleet upgrade cancelled');
+      const pass = await slots.pass();
+      if (pass.handle) return pass.handle;
+      let end: Awaited<ReturnType<typeof waitForSlot>>;
+      try {
+        end = await waitForSlot(slots, pass, {
+          clock: opts.clock,
+          log: opts.log,
+          random,
+          wakeSpreadMs: opts.wakeSpreadMs ?? 100,
+          pollMs: base,
+          signal,
+        });
+      } catch (err) {
+        if (deadline.signal.aborted) throw timedOut();
+        throw err;
+      }
+      if (typeof end !== 'string') return end;
+      if (end === 'lost') {
+        await pause(opts.clock, Math.max(1, Math.round(base * (0.5 + random()))), signal).catch(
+          (err: unknown) => {
+            throw deadline.signal.aborted ? timedOut() : err;
+          },
+        );
+      }
+    }
+  } finally {
+    cancelDeadline?.();
   }
 }
 

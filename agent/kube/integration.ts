@@ -1,4 +1,5 @@
 import { KubeConfig } from '@kubernetes/client-node';
+import { isSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { SpcdEvent } from '../model/events.js';
@@ -24,6 +25,12 @@ export interface KubeIntegrationDeps {
   readonly subscribe: (l: (e: SpcdEvent) => void) => () => void;
   /** Upgrades this node's containers to these images, health-gated; resolves when all are done. */
   readonly applyImages: (images: Readonly<Record<string, string>>) => Promise<void>;
+  /** Re-renders with these globals over the globals file; resolves once what changed is recreated, health-gated. */
+  readonly applyGlobals: (globals: Readonly<Record<string, unknown>>) => Promise<void>;
+  /** Pulls the images this node's containers would change to; rejects when a pull fails. */
+  readonly prePull: (images: Readonly<Record<string, string>>) => Promise<void>;
+  /** The cluster globals already in force on this node (applied before a restart). */
+  readonly initialGlobals: Readonly<Record<string, unknown>>;
   readonly clock: Clock;
   readonly log: Logger;
 }
@@ -58,12 +65,45 @@ export async function startKube(deps: KubeIntegrationDeps): Promise<{ stop(): Pr
       { slots: deps.fleetSlots, leaseDurationSeconds: deps.leaseDurationSeconds },
     );
     let lastVersion = '';
+    /** The globals last asked for ({} = none: the ConfigMap has no globals, or is gone). */
+    let lastGlobals = JSON.stringify(deps.initialGlobals);
     const onChange = (d: DesiredFromConfigMap | undefined): void => {
-      if (!d || d.resourceVersion === lastVersion || Object.keys(d.images).length === 0) return;
-      lastVersion = d.resourceVersion;
-      // One fleet upgrade at a time on this node, in arrival order.
+      if (d && d.resourceVersion === lastVersion) return;
+      const globals = d?.globals ?? {};
+      const globalsText = JSON.stringify(globals);
+      const globalsChanged = globalsText !== lastGlobals;
+      const images = d?.images ?? {};
+      if (!globalsChanged && Object.keys(images).length === 0) return;
+      if (d) lastVersion = d.resourceVersion;
+      const previousGlobals = lastGlobals;
+      lastGlobals = globalsText;
+      // One fleet upgrade at a time on this node, in arrival order; globals, then images,
+      // under the same slot: a globals change recreates containers too.
       upgrading = upgrading
-        .then(() => runFleetUpgrade(slots, () => deps.applyImages(d.images), { clock, log }))
+        .then(async () => {
+          // Phase "pull", before queueing: a slot is never held while images download,
+          // and a node that cannot pull does not take a slot from one that can.
+          try {
+            await deps.prePull(images);
+          } catch (err) {
+            const code = isSpcdError(err) ? err.code : 'INTERNAL';
+            log.warn(
+              { phase: 'pull', code, err: (err as Error).message },
+              'fleet upgrade: pre-pull failed; no slot taken',
+            );
+            // Not applied: a later ConfigMap with the same globals must still apply them.
+            if (lastGlobals === globalsText) lastGlobals = previousGlobals;
+            return;
+          }
+          await runFleetUpgrade(
+            slots,
+            async () => {
+              if (globalsChanged) await deps.applyGlobals(globals);
+              if (Object.keys(images).length > 0) await deps.applyImages(images);
+            },
+            { clock, log, startJitterMs: 1000 },
+          );
+        })
         .catch((err: unknown) => log.warn({ err: (err as Error).message }, 'fleet upgrade did not complete'));
     };
     watcher = new DesiredWatcher(
@@ -79,6 +119,7 @@ export async function startKube(deps: KubeIntegrationDeps): Promise<{ stop(): Pr
       watcher?.stop();
       reporter.stop();
       await upgrading;
+      api.close();
     },
   };
 }

@@ -52,7 +52,8 @@ function refuseUnsafeKeys(v: unknown, path: string, file: string): void {
   }
 }
 
-function parseValues(text: string, file: string): Record<string, unknown> {
+/** Parses a values document (the rules of a values file); `file` names its source in errors. */
+export function parseValues(text: string, file: string): Record<string, unknown> {
   const refuseAnchor = (event: string, state: { anchor?: string | null }): void => {
     if (event === 'close' && state.anchor !== null && state.anchor !== undefined) {
       throw new SpcdError(

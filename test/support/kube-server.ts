@@ -1,8 +1,10 @@
 /**
  * An in-test Kubernetes API server: the subset spcd uses, on the same paths
  * and verbs, with resourceVersion bumping, 409 on a stale PUT or a duplicate
- * POST, 404, merge and strategic-merge PATCH, and watch streams that answer an
- * expired resourceVersion with a 410 ERROR event like the real apiserver.
+ * POST, 404, merge and strategic-merge PATCH, DELETE, and watch streams
+ * (ADDED / MODIFIED / DELETED from a resourceVersion, label and name selectors)
+ * that answer an expired resourceVersion with a 410 ERROR event like the real
+ * apiserver.
  * Tests drive it through the real @kubernetes/client-node.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -42,6 +44,7 @@ interface WatchClient {
   readonly resource: string;
   readonly namespace: string | null;
   readonly fieldName?: string;
+  readonly labelSelector: string | null;
   readonly res: ServerResponse;
 }
 
@@ -213,6 +216,14 @@ export class FakeKubeServer {
     this.watchers.clear();
   }
 
+  /** Open watch streams on this resource (and name, when the watch selects one). */
+  openWatches(resource: string, namespace: string | null, name?: string): number {
+    return [...this.watchers].filter(
+      (w) =>
+        w.resource === resource && w.namespace === namespace && (name === undefined || w.fieldName === name),
+    ).length;
+  }
+
   get resourceVersion(): number {
     return this.rv;
   }
@@ -241,16 +252,43 @@ export class FakeKubeServer {
     this.store.set(this.key(resource, namespace, name), obj);
     const entry: HistoryEntry = { rv: this.rv, type, resource, obj: clone(obj) };
     this.history.push(entry);
-    if (this.history.length > 10_000) this.history.splice(0, 5_000);
-    for (const w of this.watchers) this.send(w, entry);
+    if (this.history.length > 10_000) {
+      // What was dropped can no longer be replayed: older versions get 410 Gone.
+      this.compactedRv = this.history[5_000]!.rv - 1;
+      this.history.splice(0, 5_000);
+    }
+    const line = JSON.stringify({ type: entry.type, object: entry.obj }) + '\n';
+    for (const w of this.watchers) this.send(w, entry, line);
     return obj;
   }
 
-  private send(w: WatchClient, e: HistoryEntry): void {
+  private send(w: WatchClient, e: HistoryEntry, line?: string): void {
     if (w.resource !== e.resource) return;
     if (w.namespace !== null && e.obj.metadata.namespace !== w.namespace) return;
     if (w.fieldName !== undefined && e.obj.metadata.name !== w.fieldName) return;
-    w.res.write(JSON.stringify({ type: e.type, object: e.obj }) + '\n');
+    // Label-selected watches get only objects in the selection.
+    if (!matchesLabels(e.obj, w.labelSelector)) return;
+    w.res.write(line ?? JSON.stringify({ type: e.type, object: e.obj }) + '\n');
+  }
+
+  /** Deletes an object as an administrator would (kubectl delete): watchers see DELETED. */
+  remove(resource: string, namespace: string | null, name: string): boolean {
+    const existing = this.store.get(this.key(resource, namespace, name));
+    if (!existing) return false;
+    this.deleteObj(resource, namespace, name, existing);
+    return true;
+  }
+
+  private deleteObj(resource: string, namespace: string | null, name: string, existing: Obj): Obj {
+    this.rv++;
+    this.store.delete(this.key(resource, namespace, name));
+    const obj = clone(existing);
+    obj.metadata.resourceVersion = String(this.rv);
+    const entry: HistoryEntry = { rv: this.rv, type: 'DELETED', resource, obj };
+    this.history.push(entry);
+    const line = JSON.stringify({ type: entry.type, object: entry.obj }) + '\n';
+    for (const w of this.watchers) this.send(w, entry, line);
+    return obj;
   }
 
   // ---- HTTP -------------------------------------------------------------
@@ -306,7 +344,9 @@ export class FakeKubeServer {
             ? 'update'
             : method === 'PATCH'
               ? 'patch'
-              : method.toLowerCase();
+              : method === 'DELETE'
+                ? 'delete'
+                : method.toLowerCase();
     const contentType = req.headers['content-type'];
     const record = (code: number) =>
       this.calls.push({ method, verb, group, resource, namespace, name, status: code, contentType });
@@ -361,6 +401,10 @@ export class FakeKubeServer {
       }
       if (verb === 'get') {
         record(this.reply(res, 200, existing));
+        return;
+      }
+      if (verb === 'delete') {
+        record(this.reply(res, 200, this.deleteObj(base, namespace, name, existing)));
         return;
       }
       if (verb === 'update') {
@@ -420,7 +464,18 @@ export class FakeKubeServer {
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     res.flushHeaders();
     const fn = fieldName(url.searchParams.get('fieldSelector'));
-    const w: WatchClient = { resource, namespace, res, ...(fn !== undefined ? { fieldName: fn } : {}) };
+    const w: WatchClient = {
+      resource,
+      namespace,
+      res,
+      labelSelector: url.searchParams.get('labelSelector'),
+      ...(fn !== undefined ? { fieldName: fn } : {}),
+    };
+    if (!rvText) {
+      // No resourceVersion: "get state and start at most recent": every current object as ADDED first.
+      for (const o of this.list(resource, namespace))
+        this.send(w, { rv: this.rv, type: 'ADDED', resource, obj: o });
+    }
     if (from < this.compactedRv) {
       // What kube-apiserver does: 200, then one ERROR event carrying a 410 Status, then close.
       res.end(

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSpcdError } from '../../agent/errors.js';
 import { KubeClient } from '../../agent/kube/client.js';
 import { FleetSlots, SLOT_LABEL } from '../../agent/kube/fleet-slots.js';
-import { runFleetUpgrade } from '../../agent/kube/fleet-upgrade.js';
+import { acquireSlot, runFleetUpgrade } from '../../agent/kube/fleet-upgrade.js';
 import { silentLogger } from '../../agent/log.js';
 import { systemClock } from '../../agent/model/clock.js';
 import { FakeClock } from '../support/fake-clock.js';
@@ -53,7 +53,7 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
             generation.set(node, 2);
             inFlight--;
           },
-          { clock: systemClock, log, retryMs: 60 },
+          { clock: systemClock, log, retryMs: 60, wakeSpreadMs: 30, startJitterMs: 50 },
         );
       }),
     );
@@ -68,6 +68,10 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     // the race was real: some creates or updates lost with 409
     const conflicts = server.calls.filter((c) => c.resource === 'leases' && c.status === 409);
     expect(conflicts.length).toBeGreaterThan(0);
+    // waiters watched the slots instead of polling
+    expect(server.calls.filter((c) => c.resource === 'leases' && c.verb === 'watch').length).toBeGreaterThan(
+      0,
+    );
   }, 60_000);
 
   it('a holder that dies (stops renewing, never releases) frees its slot only after expiry', async () => {
@@ -165,5 +169,91 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
       server.unavailable = false;
     }
     expect(started).toBe(false);
+  });
+
+  const watchesOn = (prefix: string): number => server.openWatches('leases', NS, `${prefix}0`);
+  const holderOf = (name: string): string | undefined =>
+    (server.get('leases', NS, name)?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
+
+  it('a waiter watches: takes a released slot at once, and a dead holder’s slot at expiry (fake clock, no polling)', async () => {
+    const clock = new FakeClock();
+    const prefix = 'watch-slot-';
+    const mk = (holder: string) =>
+      new FleetSlots(
+        { api: api(), namespace: NS, holder, clock, log },
+        { slots: 1, leaseDurationSeconds: 30, prefix },
+      );
+    const a = mk('node-a');
+    const held = await a.acquire();
+    expect(held).toBeDefined();
+    const before = 0;
+    const listsBefore = server.calls.filter((c) => c.verb === 'list' && c.resource === 'leases').length;
+    let got = acquireSlot(mk('node-w'), { clock, log, random: () => 0, retryMs: 600_000, wakeSpreadMs: 100 });
+    await waitFor(() => watchesOn(prefix) > before, 5000);
+    expect(watchesOn(prefix)).toBe(1);
+    await a.release(held!);
+    let h = await got;
+    expect(h.name).toBe(`${prefix}0`);
+    expect(holderOf(`${prefix}0`)).toBe('node-w');
+    // one list (the first pass) and no clock advance: the watch woke it
+    expect(server.calls.filter((c) => c.verb === 'list' && c.resource === 'leases').length).toBe(
+      listsBefore + 1,
+    );
+
+    // node-w dies holding the slot; a new waiter takes it only once the lease expires
+    const before2 = 0;
+    let taken = false;
+    got = acquireSlot(mk('node-x'), { clock, log, random: () => 0, retryMs: 600_000, wakeSpreadMs: 100 });
+    void got.then(() => (taken = true));
+    await waitFor(() => watchesOn(prefix) > before2, 5000);
+    clock.advance(29_990);
+    await sleep(100);
+    expect(taken).toBe(false);
+    expect(holderOf(`${prefix}0`)).toBe('node-w');
+    clock.advance(20);
+    h = await got;
+    expect(holderOf(`${prefix}0`)).toBe('node-x');
+    expect(h.lease.spec?.leaseTransitions).toBe(2);
+  });
+
+  it('a lost watch falls back to a slow poll, then watches again', async () => {
+    const clock = new FakeClock();
+    const prefix = 'lost-slot-';
+    const mk = (holder: string) =>
+      new FleetSlots(
+        { api: api(), namespace: NS, holder, clock, log },
+        { slots: 1, leaseDurationSeconds: 600, prefix },
+      );
+    const a = mk('node-a');
+    const held = (await a.acquire())!;
+    const w0 = 0;
+    let taken = false;
+    const got = acquireSlot(mk('node-w'), {
+      clock,
+      log,
+      random: () => 0,
+      retryMs: 10_000,
+      wakeSpreadMs: 100,
+    });
+    void got.then(() => (taken = true));
+    await waitFor(() => watchesOn(prefix) > w0, 5000);
+    // the API server goes away: the stream ends and the re-watch cannot connect
+    server.unavailable = true;
+    server.closeWatches();
+    await sleep(300);
+    server.unavailable = false;
+    // it is not watching now: it waits for its slow poll
+    await sleep(200);
+    expect(watchesOn(prefix)).toBe(0);
+    const lists = () => server.calls.filter((c) => c.verb === 'list' && c.resource === 'leases').length;
+    const l0 = lists();
+    // the slow poll (retryMs x 0.5 with random 0): a pass, slot still held, so it watches again
+    clock.advance(5_000);
+    await waitFor(() => lists() > l0 && watchesOn(prefix) === 1, 5000);
+    expect(taken).toBe(false);
+    await a.release(held);
+    const h = await got;
+    expect(h.name).toBe(`${prefix}0`);
+    expect(holderOf(`${prefix}0`)).toBe('node-w');
   });
 });
