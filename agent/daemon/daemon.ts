@@ -13,6 +13,7 @@ import { resolveImage } from '../executor/image.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { Reconciler } from '../reconciler/reconciler.js';
 import { loadDesired } from '../spec/load.js';
+import { ReloadRetry } from './reload-retry.js';
 import { assertTrustedDir } from '../spec/trusted-dirs.js';
 import { Journal } from '../state/journal.js';
 import { StateStore } from '../state/store.js';
@@ -165,6 +166,21 @@ export async function buildDaemon(
     return desiredContainers(definitions, state, (s) => config.hash(s));
   };
   const reload = async (nextGlobals?: Record<string, unknown>): Promise<Record<string, unknown>> => {
+    reloadRetry.begin();
+    try {
+      const answer = await reloadOnce(nextGlobals);
+      reloadRetry.succeeded();
+      return answer;
+    } catch (err) {
+      retryGlobals = nextGlobals;
+      reloadRetry.failed(toSpcdError(err).code);
+      throw err;
+    }
+  };
+  // A reload that failed on a full or failing disk is tried again by itself (SIGHUP has no one to tell).
+  let retryGlobals: Record<string, unknown> | undefined;
+  const reloadRetry = new ReloadRetry(clock, log.child({ room: 'reload' }), () => reload(retryGlobals));
+  const reloadOnce = async (nextGlobals?: Record<string, unknown>): Promise<Record<string, unknown>> => {
     const globalsNext = nextGlobals ?? clusterGlobals;
     let next: DesiredState;
     try {
@@ -353,6 +369,7 @@ export async function buildDaemon(
       await reconciler.start(desired);
     },
     async stop() {
+      reloadRetry.close();
       await reconciler.stop();
       // Kills the execs of checks in flight and waits for them.
       await health.close();
