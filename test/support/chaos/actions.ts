@@ -40,7 +40,7 @@ export function chooseAction(ctx: ActionContext): ChaosAction {
     ['reload', 1],
   ];
   if (ctx.disk) table.push(['disk-full', 1]);
-  if (ctx.dockerd) table.push(['dockerd-kill', 1]);
+  if (ctx.dockerd) table.push(['dockerd-kill', 3]);
   return weighted(ctx.rand, table);
 }
 
