@@ -26,6 +26,17 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
 fi
 
 if ! ping_engine; then
+  # A dockerd that was killed hard leaves its pid file; the new one refuses to
+  # start while that PID names any live process (PIDs are reused). Remove it
+  # when it does not name a running dockerd.
+  PIDFILE=/var/run/docker.pid
+  if [ -f "$PIDFILE" ]; then
+    old=$(cat "$PIDFILE" 2>/dev/null || true)
+    if [ -z "$old" ] || [ "$(cat "/proc/$old/comm" 2>/dev/null)" != dockerd ]; then
+      echo "ensure-docker: removing the stale $PIDFILE (PID ${old:-none} is not a running dockerd)"
+      rm -f "$PIDFILE"
+    fi
+  fi
   echo "ensure-docker: starting dockerd (log: $LOG)"
   setsid dockerd >"$LOG" 2>&1 < /dev/null &
   for _ in $(seq 1 120); do
