@@ -126,7 +126,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosSummary> {
   } finally {
     await monitor.stop();
     await world.stop();
-    await cleanupInstance(world.sb.instance);
+    // The run's own error (if any) is the one to see: a cleanup that fails too (the engine
+    // may be what broke) is logged with the instance to remove by hand.
+    await cleanupInstance(world.sb.instance).catch((err: Error) =>
+      opts.log(`chaos: cleanup of instance ${world.sb.instance} failed: ${err.message}`),
+    );
     disk?.unmount();
   }
   return {
