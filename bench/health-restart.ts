@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import Dockerode from 'dockerode';
+import { lineSplitter } from '../agent/engine/lines.js';
 import type { Logger } from '../agent/log.js';
 import { cleanupInstance } from '../test/support/docker.js';
 import { writeSleeperSet } from './support/sleeper-set.js';
@@ -143,14 +144,9 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
     events = (await docker.getEvents({
       filters: { type: ['container'], event: ['die', 'start'], label: [`spcd.instance=${instance}`] },
     })) as unknown as Readable;
-    let buf = '';
-    events.on('data', (c: Buffer) => {
-      buf += c.toString();
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
-        if (!line) continue;
+    events.on(
+      'data',
+      lineSplitter((line) => {
         const e = JSON.parse(line) as {
           status: string;
           id: string;
@@ -164,8 +160,8 @@ export async function benchExitToRestart(log: Logger): Promise<RestartFigures | 
           name: e.Actor?.Attributes?.['spcd.container'] ?? '',
           timeNano: e.timeNano,
         });
-      }
-    });
+      }),
+    );
 
     // samples: exit (die event) -> spcd's start call (from spcd's log), the issue's figure, returned;
     // toRunning: exit -> the engine's next start event (adds the engine's own start time), printed.

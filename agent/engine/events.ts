@@ -1,3 +1,4 @@
+import { lineSplitter } from './lines.js';
 import type Dockerode from 'dockerode';
 import { LABEL } from '../model/labels.js';
 import type { EngineEvent, EventSubscription } from './types.js';
@@ -34,14 +35,9 @@ export function subscribeEvents(
         stream?.destroy?.();
         return;
       }
-      let buf = '';
-      s.on('data', (chunk: Buffer) => {
-        buf += chunk.toString('utf8');
-        let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl).trim();
-          buf = buf.slice(nl + 1);
-          if (!line) continue;
+      s.on(
+        'data',
+        lineSplitter((line) => {
           try {
             const ev = JSON.parse(line) as {
               Action?: string;
@@ -50,7 +46,7 @@ export function subscribeEvents(
               Actor?: { Attributes?: Record<string, string> };
             };
             const action = (ev.Action ?? '').split(':')[0] ?? '';
-            if (!ACTIONS.has(action) || !ev.id) continue;
+            if (!ACTIONS.has(action) || !ev.id) return;
             const attrs = ev.Actor?.Attributes ?? {};
             const exit = attrs.exitCode;
             onEvent({
@@ -65,8 +61,8 @@ export function subscribeEvents(
           } catch {
             // a malformed line is skipped; the periodic re-list covers anything missed
           }
-        }
-      });
+        }),
+      );
       s.on('end', () => lose());
       s.on('close', () => lose());
       s.on('error', (e: Error) => lose(e));

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import Dockerode from 'dockerode';
+import { lineSplitter } from '../../agent/engine/lines.js';
 
 export const DOCKER_SOCKET = process.env.SPCD_DOCKER_SOCKET ?? '/var/run/docker.sock';
 
@@ -59,14 +60,9 @@ export async function recordContainerEvents(filters: {
   const stream = (await docker().getEvents({
     filters: { type: ['container'], ...filters },
   })) as unknown as Readable;
-  let buf = '';
-  stream.on('data', (chunk: Buffer) => {
-    buf += chunk.toString('utf8');
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl).trim();
-      buf = buf.slice(nl + 1);
-      if (!line) continue;
+  stream.on(
+    'data',
+    lineSplitter((line) => {
       const e = JSON.parse(line) as {
         id: string;
         Action: string;
@@ -79,8 +75,8 @@ export async function recordContainerEvents(filters: {
         action: e.Action.split(':')[0]!,
         at: Math.floor(e.timeNano / 1e6),
       });
-    }
-  });
+    }),
+  );
   stream.on('error', () => undefined);
   return { seen, close: () => stream.destroy() };
 }
