@@ -18,7 +18,7 @@ import type { ExecEngine } from '../../agent/engine/types.js';
 import { makeProbe } from '../../agent/health/probe.js';
 import type { HostProbes, ProbeOutcome } from '../../agent/health/types.js';
 import { silentLogger } from '../../agent/log.js';
-import type { CheckSpec } from '../../agent/model/spec.js';
+import { amqpCheck } from '../support/spec.js';
 
 const INSTANCE = 'health-scripts-test';
 const SCRIPTS = resolve('healthchecks');
@@ -359,17 +359,7 @@ describe("an established check in a container with its own namespaces runs Kolla
   const exec: ExecEngine = { exec: (containerId, req) => runExec(docker, containerId, req, log) };
   const unused = (): Promise<never> => Promise.reject(new Error('a host-side probe was used'));
   const host: HostProbes = { tcp: unused, http: unused, process: unused, established: unused };
-  const amqp: CheckSpec = {
-    name: 'amqp',
-    probe: { kind: 'established', process: 'busybox', ports: [5672] },
-    schedule: { kind: 'interval', intervalMs: 30_000 },
-    timeoutMs: 10_000,
-    startPeriodMs: 0,
-    failureThreshold: 3,
-    successThreshold: 1,
-    action: 'restart',
-    maxOutputBytes: 4096,
-  };
+  const amqp = amqpCheck('busybox');
   const probe = (): Promise<ProbeOutcome> =>
     makeProbe(
       amqp,

@@ -1,4 +1,4 @@
-import type { ContainerSpec } from '../../agent/model/spec.js';
+import type { CheckSpec, ContainerSpec } from '../../agent/model/spec.js';
 
 /** A normalized ContainerSpec with spec/'s defaults, for tests that need one without YAML. */
 export function containerSpec(name: string, over: Partial<ContainerSpec> = {}): ContainerSpec {
@@ -75,3 +75,18 @@ export const GOLDEN_V1 = {
   minimal: 'v1-32549834b0042daff2b69c11bade42e2',
   rich: 'v1-42532617cdf417607a511b9067437d32',
 } as const;
+
+/** Kolla's AMQP check with the loader's defaults: `process` holds an ESTABLISHED connection on 5672. */
+export function amqpCheck(process: string): CheckSpec {
+  return {
+    name: 'amqp',
+    probe: { kind: 'established', process, ports: [5672] },
+    schedule: { kind: 'interval', intervalMs: 30_000 },
+    timeoutMs: 10_000,
+    startPeriodMs: 0,
+    failureThreshold: 3,
+    successThreshold: 1,
+    action: 'restart',
+    maxOutputBytes: 4096,
+  };
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MountPreparer, type ConfigPort } from '../../agent/daemon/preparer.js';
-import type { CheckSpec, ContainerSpec } from '../../agent/model/spec.js';
-import { containerSpec } from '../support/spec.js';
+import type { ContainerSpec } from '../../agent/model/spec.js';
+import { amqpCheck, containerSpec } from '../support/spec.js';
 
 /** A config port that records what it was asked to write. */
 function fakeConfig(): ConfigPort & { written: string[] } {
@@ -17,17 +17,7 @@ function fakeConfig(): ConfigPort & { written: string[] } {
   };
 }
 
-const amqp: CheckSpec = {
-  name: 'amqp',
-  probe: { kind: 'established', process: 'nova-compute', ports: [5672] },
-  schedule: { kind: 'interval', intervalMs: 30_000 },
-  timeoutMs: 10_000,
-  startPeriodMs: 0,
-  failureThreshold: 3,
-  successThreshold: 1,
-  action: 'restart',
-  maxOutputBytes: 4096,
-};
+const amqp = amqpCheck('nova-compute');
 
 const targets = async (spec: ContainerSpec, config = fakeConfig()) =>
   (await new MountPreparer('/opt/spcd/healthchecks', config).prepare(spec)).extraBinds.map((b) => b.target);
