@@ -165,6 +165,48 @@ export interface GenerationView {
   readonly from?: number;
 }
 
+/** One config file that differs between two generations. */
+export interface ConfigFileChangeView {
+  /** Relative to the container's config directory ("nova.conf", "config.json"). */
+  readonly path: string;
+  readonly change: 'added' | 'removed' | 'modified';
+  /** sha256 of the content in each generation; null where the file is absent. */
+  readonly fromSha256: string | null;
+  readonly toSha256: string | null;
+  /**
+   * Unified diff of the rendered content, secrets masked, present only when
+   * spcd still keeps both versions on disk (the current and previous config).
+   */
+  readonly diff?: string;
+}
+
+/** GET /v1/containers/{name}/generations/diff?from=A&to=B: what changed from generation A to B. */
+export interface GenerationDiffView {
+  readonly name: string;
+  readonly from: GenerationView;
+  readonly to: GenerationView;
+  /** Present when the image reference or the digest differ. */
+  readonly image?: { readonly from: string; readonly to: string };
+  readonly imageDigest?: { readonly from: string | null; readonly to: string | null };
+  /**
+   * Spec fields that differ (paths such as "environment.DEBUG" or
+   * "binds[target=/etc/x].readOnly"; absent from/to: the field is new/gone).
+   * Values that hold a secret are shown as "******".
+   */
+  readonly spec: readonly { readonly path: string; readonly from?: unknown; readonly to?: unknown }[];
+  readonly config: {
+    /** Whether the config hashes differ. */
+    readonly changed: boolean;
+    /**
+     * False when a generation was recorded without its file list (an older
+     * spcd) and its version is no longer kept: `files` then lists only what
+     * is known, and the config hash says whether anything changed.
+     */
+    readonly filesKnown: boolean;
+    readonly files: readonly ConfigFileChangeView[];
+  };
+}
+
 export interface PlanItem {
   readonly container: string;
   readonly set: string;
@@ -205,6 +247,12 @@ export interface StatusView {
   container(name: string): ContainerStatus | undefined;
   health(name: string): ContainerHealthView | undefined;
   generations(name: string): readonly GenerationView[] | undefined;
+  /**
+   * What changed from generation `from` to `to` of a container; undefined for
+   * an unknown container, NOT_FOUND (thrown) for a generation no longer kept.
+   * Optional so older fakes need not implement it (the route answers 404).
+   */
+  generationDiff?(name: string, from: number, to: number): Promise<GenerationDiffView | undefined>;
   plan(): Promise<PlanView>;
   /**
    * Containers of this instance no definition names (StatusDocument.retained),

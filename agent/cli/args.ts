@@ -4,66 +4,122 @@ import { CliError, EXIT } from './exit.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-const GLOBAL: Options = {
+export const GLOBAL: Options = {
   socket: { type: 'string' },
   json: { type: 'boolean' },
+  output: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },
 };
+
+/** The forms `--output`/`-o` takes (kubectl's): the API's JSON, the same as YAML, or a table with more columns. */
+export const OUTPUT_FORMATS = ['json', 'yaml', 'wide'] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number] | 'table';
+const DATA: readonly OutputFormat[] = ['json', 'yaml'];
+const LISTING: readonly OutputFormat[] = ['json', 'yaml', 'wide'];
 
 const WAIT: Options = { wait: { type: 'boolean' }, timeout: { type: 'string' } };
 const EXPECT: Options = { 'expect-generation': { type: 'string' } };
 
-/** Options and the number of positional arguments (NAME, DIR...) of each command. */
-export const COMMANDS: Record<string, { options: Options; positionals: number; usage: string }> = {
-  status: { options: {}, positionals: 0, usage: 'status' },
-  ps: { options: {}, positionals: 0, usage: 'ps' },
-  health: { options: {}, positionals: 1, usage: 'health NAME' },
-  generations: { options: {}, positionals: 1, usage: 'generations NAME' },
+export interface CommandDef {
+  readonly options: Options;
+  /** How many positional arguments (NAME, DIR...) it takes; a function when an option changes that. */
+  readonly positionals: number | ((values: Parsed['values']) => number);
+  readonly usage: string;
+  /** The `--output` forms it prints besides its table; absent: json only (as --json). */
+  readonly outputs?: readonly OutputFormat[];
+  /** What its first positional argument is, for shell completion: a container, a directory, or one of these words. */
+  readonly operand?: 'container' | 'dir' | readonly string[];
+  /** Not listed in the usage text (the completion scripts' helper). */
+  readonly hidden?: boolean;
+}
+
+/** The one table of commands: parsing, usage text and the shell completion scripts are made from it. */
+export const COMMANDS: Record<string, CommandDef> = {
+  status: { options: {}, positionals: 0, usage: 'status [-o json|yaml|wide]', outputs: LISTING },
+  ps: { options: {}, positionals: 0, usage: 'ps [-o json|yaml|wide]', outputs: LISTING },
+  health: {
+    options: {},
+    positionals: 1,
+    usage: 'health NAME [-o json|yaml]',
+    outputs: DATA,
+    operand: 'container',
+  },
+  generations: {
+    options: { diff: { type: 'boolean' } },
+    positionals: (v) => (v.diff ? 3 : 1),
+    usage: 'generations NAME [--diff A B] [-o json|yaml|wide]',
+    outputs: LISTING,
+    operand: 'container',
+  },
   upgrade: {
     options: { image: { type: 'string' }, ...EXPECT, ...WAIT },
     positionals: 1,
+    operand: 'container',
     usage: 'upgrade NAME --image REF [--expect-generation N] [--wait [--timeout S]]',
   },
   rollback: {
     options: { to: { type: 'string' }, force: { type: 'boolean' }, ...WAIT },
     positionals: 1,
+    operand: 'container',
     usage: 'rollback NAME [--to N] [--force] [--wait]',
   },
   restart: {
     options: { ...EXPECT, ...WAIT },
     positionals: 1,
+    operand: 'container',
     usage: 'restart NAME [--expect-generation N] [--wait]',
   },
   stop: {
     options: { ...EXPECT, ...WAIT },
     positionals: 1,
+    operand: 'container',
     usage: 'stop NAME [--expect-generation N] [--wait]',
   },
   start: {
     options: { ...EXPECT, ...WAIT },
     positionals: 1,
+    operand: 'container',
     usage: 'start NAME [--expect-generation N] [--wait]',
   },
   logs: {
     options: { follow: { type: 'boolean', short: 'f' }, tail: { type: 'string' } },
     positionals: 1,
+    operand: 'container',
     usage: 'logs [-f] [--tail N] NAME',
+    outputs: [],
   },
-  events: { options: {}, positionals: 0, usage: 'events' },
-  plan: { options: {}, positionals: 0, usage: 'plan' },
+  events: { options: {}, positionals: 0, usage: 'events [-o json|yaml]', outputs: DATA },
+  plan: { options: {}, positionals: 0, usage: 'plan [-o json|yaml]', outputs: DATA },
   reload: { options: { ...WAIT }, positionals: 0, usage: 'reload [--wait]' },
   validate: {
     options: { overrides: { type: 'string' }, checks: { type: 'string' } },
     positionals: 1,
     usage: 'validate DIR [--overrides FILE] [--checks FILE]',
+    operand: 'dir',
   },
   version: { options: {}, positionals: 0, usage: 'version' },
+  completion: {
+    options: {},
+    positionals: 1,
+    usage: 'completion bash|zsh',
+    outputs: [],
+    operand: ['bash', 'zsh'],
+  },
+  __complete: {
+    options: {},
+    positionals: 1,
+    usage: '__complete containers',
+    outputs: [],
+    operand: ['containers'],
+    hidden: true,
+  },
 };
 
 export function usageText(): string {
   return (
-    'usage: spcctl [--socket PATH] [--json] COMMAND [ARGS]\n\ncommands:\n' +
+    'usage: spcctl [--socket PATH] [-o|--output json|yaml|wide] COMMAND [ARGS]\n\ncommands:\n' +
     Object.values(COMMANDS)
+      .filter((c) => !c.hidden)
       .map((c) => `  ${c.usage}`)
       .join('\n') +
     '\n\nsocket: --socket PATH, else $SPCD_SOCKET, else /run/spcd/spcd.sock\n' +
@@ -75,6 +131,8 @@ export interface Parsed {
   readonly command: string;
   readonly positionals: readonly string[];
   readonly values: Readonly<Record<string, string | boolean | undefined>>;
+  /** From --output/-o (--json is -o json); 'table' when neither is given. */
+  readonly output: OutputFormat;
 }
 
 export function parse(argv: readonly string[]): Parsed | 'help' {
@@ -83,7 +141,7 @@ export function parse(argv: readonly string[]): Parsed | 'help' {
   let at = -1;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
-    if (a === '--socket') {
+    if (a === '--socket' || a === '--output' || a === '-o') {
       i++;
       continue;
     }
@@ -112,17 +170,49 @@ export function parse(argv: readonly string[]): Parsed | 'help' {
     throw new CliError(`${(err as Error).message}\nusage: spcctl ${def.usage}`, EXIT.USAGE);
   }
   if (parsed.values.help) return 'help';
-  if (parsed.positionals.length !== def.positionals) {
+  const values = parsed.values as Parsed['values'];
+  const want = typeof def.positionals === 'number' ? def.positionals : def.positionals(values);
+  if (parsed.positionals.length !== want) {
     throw new CliError(`usage: spcctl ${def.usage}`, EXIT.USAGE);
   }
-  return { command, positionals: parsed.positionals, values: parsed.values as Parsed['values'] };
+  return { command, positionals: parsed.positionals, values, output: outputOf(command, def, values) };
 }
 
-export function intOption(values: Parsed['values'], name: string, min: number): number | undefined {
+/** The output form asked for, checked against what the command prints; the error names the flag. */
+function outputOf(command: string, def: CommandDef, values: Parsed['values']): OutputFormat {
+  const o = values.output;
+  if (o === undefined) return values.json ? 'json' : 'table';
+  const known = OUTPUT_FORMATS as readonly string[];
+  if (typeof o !== 'string' || !known.includes(o)) {
+    throw new CliError(
+      `--output: unknown format ${JSON.stringify(o)} (expected one of: ${OUTPUT_FORMATS.join(', ')})`,
+      EXIT.USAGE,
+    );
+  }
+  const form = o as OutputFormat;
+  const allowed = def.outputs ?? ['json'];
+  if (!allowed.includes(form)) {
+    throw new CliError(
+      allowed.length === 0
+        ? `--output: ${command} has no other output form`
+        : `--output: ${command} does not print ${form} (it prints: ${allowed.join(', ')})`,
+      EXIT.USAGE,
+    );
+  }
+  if (values.json && form !== 'json') throw new CliError(`--json and --output ${form} disagree`, EXIT.USAGE);
+  return form;
+}
+
+export function intOption(
+  values: Parsed['values'],
+  name: string,
+  min: number,
+  label = `--${name}`,
+): number | undefined {
   const v = values[name];
   if (v === undefined) return undefined;
-  if (typeof v !== 'string' || !/^\d+$/.test(v) || Number(v) < min) {
-    throw new CliError(`--${name} must be an integer >= ${min}`, EXIT.USAGE);
+  if (typeof v !== 'string' || !/^\d+$/.test(v) || Number(v) < min || !Number.isSafeInteger(Number(v))) {
+    throw new CliError(`${label} must be an integer >= ${min}, not ${JSON.stringify(v)}`, EXIT.USAGE);
   }
   return Number(v);
 }

@@ -23,6 +23,9 @@ import {
   formatPs,
   formatStatus,
 } from './format.js';
+import { generationDiff } from './gen-diff.js';
+import { complete, completion } from './completion.js';
+import { render, renderItem, type Tables } from './output.js';
 import { runAndFollow } from './progress.js';
 
 export interface CliIo {
@@ -33,6 +36,7 @@ export interface CliIo {
 export interface CommandContext {
   readonly args: Parsed;
   readonly io: CliIo;
+  /** --json or -o json: the API's answer as it is, for scripts. */
   readonly json: boolean;
   /** Built on first use: commands that work without the daemon never touch it. */
   readonly client: () => ApiClient;
@@ -44,6 +48,9 @@ const enc = encodeURIComponent;
 const print = (ctx: CommandContext, text: string): void => void ctx.io.stdout.write(text);
 const printJson = (ctx: CommandContext, value: unknown): void =>
   print(ctx, JSON.stringify(value, null, 2) + '\n');
+/** The answer in the form asked for with -o (the table when none). */
+const show = (ctx: CommandContext, body: unknown, tables: Tables): void =>
+  print(ctx, render(ctx.args.output, body, tables));
 
 function name(ctx: CommandContext): string {
   return ctx.args.positionals[0] as string;
@@ -51,16 +58,14 @@ function name(ctx: CommandContext): string {
 
 async function status(ctx: CommandContext): Promise<ExitCode> {
   const { body } = await ctx.client().call<StatusDocument>('GET', '/v1/status');
-  if (ctx.json) printJson(ctx, body);
-  else print(ctx, formatStatus(body));
+  show(ctx, body, { table: () => formatStatus(body), wide: () => formatStatus(body, true) });
   return EXIT.OK;
 }
 
 async function ps(ctx: CommandContext): Promise<ExitCode> {
   const { body } = await ctx.client().call<{ sets: SetStatus[] }>('GET', '/v1/sets');
   const list = allContainers(body.sets);
-  if (ctx.json) printJson(ctx, list);
-  else print(ctx, formatPs(list));
+  show(ctx, list, { table: () => formatPs(list), wide: () => formatPs(list, true) });
   return EXIT.OK;
 }
 
@@ -68,27 +73,28 @@ async function health(ctx: CommandContext): Promise<ExitCode> {
   const { body } = await ctx
     .client()
     .call<ContainerHealthView>('GET', `/v1/containers/${enc(name(ctx))}/health`);
-  if (ctx.json) printJson(ctx, body);
-  else print(ctx, formatHealth(body));
+  show(ctx, body, { table: () => formatHealth(body) });
   return body.status === 'unhealthy' ? EXIT.FAILED : EXIT.OK;
 }
 
 async function generations(ctx: CommandContext): Promise<ExitCode> {
+  if (ctx.args.values.diff) return generationDiff(ctx);
   const { body } = await ctx
     .client()
     .call<{ name: string; generations: GenerationView[] }>(
       'GET',
       `/v1/containers/${enc(name(ctx))}/generations`,
     );
-  if (ctx.json) printJson(ctx, body);
-  else print(ctx, formatGenerations(body.name, body.generations));
+  show(ctx, body, {
+    table: () => formatGenerations(body.name, body.generations),
+    wide: () => formatGenerations(body.name, body.generations, true),
+  });
   return EXIT.OK;
 }
 
 async function plan(ctx: CommandContext): Promise<ExitCode> {
   const { body } = await ctx.client().call<PlanView>('GET', '/v1/plan');
-  if (ctx.json) printJson(ctx, body);
-  else print(ctx, formatPlan(body));
+  show(ctx, body, { table: () => formatPlan(body) });
   return body.problems.length > 0 ? EXIT.FAILED : EXIT.OK;
 }
 
@@ -166,13 +172,15 @@ async function events(ctx: CommandContext): Promise<ExitCode> {
     '/v1/events',
     lineSplitter((line) => {
       if (line.trim() === '') return;
-      if (ctx.json) {
+      const form = ctx.args.output;
+      if (form === 'json') {
         print(ctx, line + '\n');
         return;
       }
       try {
         const e = JSON.parse(line) as SpcdEvent | { type: 'heartbeat' };
-        if (e.type !== 'heartbeat') print(ctx, formatEvent(e) + '\n');
+        if (form === 'yaml') print(ctx, renderItem('yaml', line, e));
+        else if (e.type !== 'heartbeat') print(ctx, formatEvent(e) + '\n');
       } catch {
         print(ctx, line + '\n');
       }
@@ -235,4 +243,6 @@ export const COMMAND_TABLE: Record<string, Command> = {
   reload,
   validate,
   version,
+  completion,
+  __complete: complete,
 };

@@ -47,7 +47,15 @@ export function oneLine(text: string, max: number): string {
   return first.length > max ? first.slice(0, max - 1) + '…' : first;
 }
 
-export function formatStatus(doc: StatusDocument): string {
+const short = (v: string | null, n: number): string => (v ? v.slice(0, n) : '-');
+
+/** The columns `-o wide` adds to a container's row: digest, container id, start time. */
+function wideCells(c: ContainerStatus): string[] {
+  return [short(c.imageDigest, 19), short(c.containerId, 12), dash(c.startedAt)];
+}
+const WIDE_HEADERS = ['DIGEST', 'CONTAINER ID', 'STARTED'];
+
+export function formatStatus(doc: StatusDocument, wide = false): string {
   const engine = doc.engine.available
     ? `available${doc.engine.version ? ` (${doc.engine.version})` : ''}`
     : `UNAVAILABLE${doc.engine.reason ? ` (${doc.engine.reason})` : ''}`;
@@ -57,8 +65,11 @@ export function formatStatus(doc: StatusDocument): string {
     (lost
       ? `STATE RECOVERED at ${lost.at}: ${oneLine(lost.reason, 100)}; old file kept at ${lost.movedTo ?? '(could not be moved)'}; rebuilt from labels: ${lost.rebuilt.join(', ') || '-'}${lost.rebuildError ? ` (not yet written: ${oneLine(lost.rebuildError, 60)})` : ''}\n`
       : '');
+  const headers = ['SET/CONTAINER', 'GEN', 'STATE', 'HEALTH', 'RESTARTS', 'IMAGE'];
+  if (wide) headers.push(...WIDE_HEADERS);
+  headers.push('LAST ERROR');
   const rows: string[][] = [];
-  const heading = (text: string): number => rows.push([text, '', '', '', '', '', '']);
+  const heading = (text: string): number => rows.push([text, ...headers.slice(1).map(() => '')]);
   const row = (c: ContainerStatus, depth: number): number =>
     rows.push([
       `${'  '.repeat(depth)}${c.name}`,
@@ -67,6 +78,7 @@ export function formatStatus(doc: StatusDocument): string {
       c.health,
       String(c.restartCount),
       c.image,
+      ...(wide ? wideCells(c) : []),
       lastError(c),
     ]);
   const walk = (sets: readonly SetStatus[], depth: number): void => {
@@ -81,12 +93,21 @@ export function formatStatus(doc: StatusDocument): string {
     heading('(definition deleted)');
     for (const c of doc.retained) row(c, 1);
   }
-  return head + table(['SET/CONTAINER', 'GEN', 'STATE', 'HEALTH', 'RESTARTS', 'IMAGE', 'LAST ERROR'], rows);
+  return head + table(headers, rows);
 }
 
-export function formatPs(containers: readonly ContainerStatus[]): string {
+export function formatPs(containers: readonly ContainerStatus[], wide = false): string {
   return table(
-    ['NAME', 'SET', 'GEN', 'STATE', 'HEALTH', 'RESTARTS', 'IMAGE'],
+    [
+      'NAME',
+      'SET',
+      'GEN',
+      'STATE',
+      'HEALTH',
+      'RESTARTS',
+      'IMAGE',
+      ...(wide ? [...WIDE_HEADERS, 'OPERATION'] : []),
+    ],
     containers.map((c) => [
       c.name,
       c.set,
@@ -95,6 +116,7 @@ export function formatPs(containers: readonly ContainerStatus[]): string {
       c.health,
       String(c.restartCount),
       c.image,
+      ...(wide ? [...wideCells(c), dash(c.operation)] : []),
     ]),
   );
 }
@@ -119,16 +141,18 @@ export function formatHealth(h: ContainerHealthView): string {
   return head + table(['CHECK', 'STATUS', 'FAILS', 'OKS', 'LAST RUN', 'RESULT', 'TOOK', 'OUTPUT'], rows);
 }
 
-export function formatGenerations(name: string, gens: readonly GenerationView[]): string {
+/** One row per generation; wide shows the whole digest and the spec and config hashes. */
+export function formatGenerations(name: string, gens: readonly GenerationView[], wide = false): string {
   if (gens.length === 0) return `${escapeControl(name)}: no generations yet\n`;
   return table(
-    ['GEN', 'OUTCOME', 'IMAGE', 'DIGEST', 'CREATED', 'REASON'],
+    ['GEN', 'OUTCOME', 'IMAGE', 'DIGEST', 'CREATED', ...(wide ? ['SPEC HASH', 'CONFIG HASH'] : []), 'REASON'],
     gens.map((g) => [
       String(g.generation) + (g.from !== undefined ? ` (from ${g.from})` : ''),
       g.outcome,
       g.image,
-      g.imageDigest ? g.imageDigest.slice(0, 19) : '-',
+      wide ? dash(g.imageDigest) : short(g.imageDigest, 19),
       g.createdAt,
+      ...(wide ? [g.specHash, g.configHash] : []),
       dash(g.reason),
     ]),
   );

@@ -30,7 +30,7 @@ export async function runCli(argv: string[], io: CliStreams): Promise<number> {
     const ctx: CommandContext = {
       args: parsed,
       io: { stdout: out, stderr: err },
-      json: parsed.values.json === true,
+      json: parsed.output === 'json',
       client: () => (client ??= new ApiClient(socketPath)),
     };
     const command = COMMAND_TABLE[parsed.command];

@@ -1,11 +1,18 @@
 import type { Logger } from '../log.js';
-import { specHash } from '../model/hash.js';
+import { sha256Hex, specHash } from '../model/hash.js';
 import { hasKollaConfig, type ContainerSpec, type DesiredState, type SetSpec } from '../model/spec.js';
 import { Renderer, type RenderedConfig } from '../render/renderer.js';
 import { collectSecretValues, loadValueFile, mergeValues } from '../render/values.js';
-import { configDirPath, readCurrentConfig, restoreConfigVersion, writeConfigDir } from '../render/writer.js';
+import {
+  configDirPath,
+  readConfigVersion,
+  readCurrentConfig,
+  restoreConfigVersion,
+  writeConfigDir,
+} from '../render/writer.js';
 import { diffConfigs, type FileDiff } from '../render/diff.js';
 import { renderedFileMap } from '../render/renderer.js';
+import type { ConfigFileDigest } from '../state/store.js';
 import type { ConfigPort } from './preparer.js';
 
 export interface ValueFiles {
@@ -95,10 +102,19 @@ export class TemplateConfig implements ConfigPort {
     return !hasKollaConfig(spec) ? 'none' : this.render(spec).hash;
   }
 
-  async write(spec: ContainerSpec): Promise<{ hostDir: string; hash: string }> {
+  async write(spec: ContainerSpec): Promise<{ hostDir: string; hash: string; files: ConfigFileDigest[] }> {
     const rendered = this.render(spec);
     await writeConfigDir(this.opts.configRoot, spec.name, rendered, { log: this.opts.log });
-    return { hostDir: configDirPath(this.opts.configRoot, spec.name), hash: rendered.hash };
+    return {
+      hostDir: configDirPath(this.opts.configRoot, spec.name),
+      hash: rendered.hash,
+      files: fileDigests(renderedFileMap(rendered)),
+    };
+  }
+
+  /** The files of the kept version rendered with this hash (see readConfigVersion), or undefined. */
+  versionFiles(name: string, configHash: string): Promise<Map<string, string> | undefined> {
+    return readConfigVersion(this.opts.configRoot, name, configHash);
   }
 
   /** What rendering this spec would change on disk, secrets masked (for `spcctl plan`). */
@@ -116,4 +132,11 @@ export class TemplateConfig implements ConfigPort {
   restore(name: string, configHash: string): Promise<boolean> {
     return restoreConfigVersion(this.opts.configRoot, name, configHash, { log: this.opts.log });
   }
+}
+
+/** Each file's path and the sha256 of its content, by path: what a generation records of its config. */
+export function fileDigests(files: ReadonlyMap<string, string>): ConfigFileDigest[] {
+  return [...files]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([path, content]) => ({ path, sha256: sha256Hex(content) }));
 }

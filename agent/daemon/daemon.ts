@@ -290,6 +290,10 @@ export async function buildDaemon(
     preflight: () => preflight as unknown as Record<string, unknown> | undefined,
     definitionsError: () => loadError,
     plan: planView,
+    configVersions: {
+      files: (name, hash) => templateConfig.versionFiles(name, hash),
+      secrets: () => templateConfig.secretSet(),
+    },
   });
   const metrics = new MetricsRegistry();
   registerDaemonMetrics({

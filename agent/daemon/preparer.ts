@@ -6,6 +6,7 @@ import {
   type ContainerSpec,
 } from '../model/spec.js';
 import type { PreparedExtras, Preparer } from '../executor/ports.js';
+import type { ConfigFileDigest } from '../state/store.js';
 
 export { HEALTHCHECKS_MOUNT };
 
@@ -19,8 +20,8 @@ function usesScript(c: CheckSpec, spec: ContainerSpec): boolean {
 export interface ConfigPort {
   /** The hash of what rendering this spec would produce; 'none' without config. */
   hash(spec: ContainerSpec): string;
-  /** Renders and switches the container's config dir; returns the host dir to mount. */
-  write(spec: ContainerSpec): Promise<{ hostDir: string; hash: string }>;
+  /** Renders and switches the container's config dir; returns the host dir to mount (and each file's digest). */
+  write(spec: ContainerSpec): Promise<{ hostDir: string; hash: string; files?: readonly ConfigFileDigest[] }>;
   /** Points the config back at the version with this hash (rollback); false when it is gone. */
   restore(name: string, configHash: string): Promise<boolean>;
 }
@@ -50,13 +51,15 @@ export class MountPreparer implements Preparer {
     if (spec.healthchecks.some((c) => usesScript(c, spec)))
       extraBinds.push({ source: this.healthchecksDir, target: HEALTHCHECKS_MOUNT, readOnly: true });
     let configHash = 'none';
+    let configFiles: readonly ConfigFileDigest[] | undefined;
     if (hasKollaConfig(spec)) {
       const written = await this.config.write(spec);
       configHash = written.hash;
+      configFiles = written.files;
       extraBinds.push({ source: written.hostDir, target: KOLLA_CONFIG_DIR, readOnly: true });
       extraEnv.KOLLA_CONFIG_STRATEGY = 'COPY_ALWAYS';
     }
-    return { extraBinds, extraEnv, configHash };
+    return { extraBinds, extraEnv, configHash, ...(configFiles ? { configFiles } : {}) };
   }
 
   restore(name: string, configHash: string): Promise<boolean> {

@@ -8,6 +8,7 @@ import type {
   ContainerStatus,
   DefinitionProblem,
   DefinitionsStatus,
+  GenerationDiffView,
   GenerationView,
   HealthState,
   LogStreamOptions,
@@ -22,6 +23,7 @@ import type { Plan } from '../planner/types.js';
 import type { Reconciler } from '../reconciler/reconciler.js';
 import type { StateStore } from '../state/store.js';
 import { CensusLedger } from './census-ledger.js';
+import { generationDiff, generationView, type ConfigVersions } from './generation-diff.js';
 
 export interface StatusDeps {
   readonly reconciler: Reconciler;
@@ -37,6 +39,8 @@ export interface StatusDeps {
   /** Why the definitions are not in force (spcd holds what runs), if they are not. */
   readonly definitionsError?: () => SpcdError | undefined;
   readonly plan: () => Promise<PlanView>;
+  /** The rendered config versions kept on disk, for the content diffs of generationDiff. */
+  readonly configVersions?: ConfigVersions;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -221,19 +225,12 @@ export class DaemonStatus implements StatusView {
   generations(name: string): readonly GenerationView[] | undefined {
     if (!this.container(name)) return undefined;
     const rec = this.d.state.record(name);
-    return (rec?.generations ?? [])
-      .map((g) => ({
-        generation: g.generation,
-        image: g.image,
-        imageDigest: g.imageDigest,
-        specHash: g.specHash,
-        configHash: g.configHash,
-        createdAt: g.createdAt,
-        outcome: g.outcome,
-        ...(g.reason !== undefined ? { reason: g.reason } : {}),
-        ...(g.from !== undefined ? { from: g.from } : {}),
-      }))
-      .reverse();
+    return (rec?.generations ?? []).map(generationView).reverse();
+  }
+
+  async generationDiff(name: string, from: number, to: number): Promise<GenerationDiffView | undefined> {
+    if (!this.container(name)) return undefined;
+    return generationDiff(name, this.d.state.record(name), from, to, this.d.configVersions);
   }
 
   plan(): Promise<PlanView> {

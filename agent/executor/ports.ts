@@ -3,7 +3,7 @@ import type { Clock } from '../model/clock.js';
 import type { EventBus } from '../model/events.js';
 import type { CheckSpec, ContainerSpec, NetworkMode, PidMode } from '../model/spec.js';
 import type { ContainerEngine, ImageEngine, ExecEngine, LogEngine, RegistryAuth } from '../engine/types.js';
-import type { StateStore } from '../state/store.js';
+import type { ConfigFileDigest, StateStore } from '../state/store.js';
 import type { Journal } from '../state/journal.js';
 import type { Failpoint } from './failpoint.js';
 
@@ -45,6 +45,8 @@ export interface PreparedExtras {
   readonly extraBinds: readonly { source: string; target: string; readOnly: boolean }[];
   readonly extraEnv: Readonly<Record<string, string>>;
   readonly configHash: string;
+  /** Each rendered file's path and content digest, recorded with the generation; absent without config. */
+  readonly configFiles?: readonly ConfigFileDigest[];
 }
 
 /** Counts VMs a hypervisor keeps running on this host (libvirt's qemu processes). */

@@ -23,6 +23,7 @@ export async function createContainer(
       imageDigest: image.digest,
       specHash: d.specHash,
       configHash: extras.configHash,
+      ...(extras.configFiles ? { configFiles: extras.configFiles } : {}),
       spec,
     },
     new Date(clock.now()),

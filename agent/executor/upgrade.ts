@@ -141,6 +141,7 @@ async function transaction(deps: ExecutorDeps, req: UpgradeRequest): Promise<Upg
       imageDigest: image.digest,
       specHash: req.specHash,
       configHash: extras.configHash,
+      ...(extras.configFiles ? { configFiles: extras.configFiles } : {}),
       spec: req.spec,
       ...(req.from !== undefined ? { from: req.from } : {}),
     },

@@ -257,6 +257,27 @@ export async function readCurrentConfig(
   return new Map([...out].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
+/**
+ * The files of a kept version rendered with `hash` (current, previous, or one
+ * not yet collected), or undefined when none is kept. Read only: for showing
+ * what a generation's config was (`spcctl generations --diff`).
+ */
+export async function readConfigVersion(
+  rootDir: string,
+  containerName: string,
+  hash: string,
+  opts: { fs?: WriterFs } = {},
+): Promise<Map<string, string> | undefined> {
+  const fs = opts.fs ?? nodeWriterFs;
+  const dir = dirname(configDirPath(rootDir, containerName));
+  const entries = await fs.readdir(dir).catch(() => []);
+  const version = entries.find((e) => e.isDirectory && VERSION.exec(e.name)?.[1] === hash)?.name;
+  if (version === undefined) return undefined;
+  const out = new Map<string, string>();
+  await readTree(fs, join(dir, version), '', out);
+  return new Map([...out].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
 /** The config hash of the current version (from its directory name), or undefined. */
 export async function currentConfigHash(
   rootDir: string,

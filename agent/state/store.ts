@@ -21,8 +21,20 @@ export interface GenerationRecord {
   readonly from?: number;
   /** The full spec, so a rollback can re-create exactly this generation. */
   readonly spec: ContainerSpec;
+  /**
+   * Each rendered config file (config.json included) and the sha256 of its
+   * content, as written for this generation. Absent in generations recorded
+   * by an older spcd and in containers without config.
+   */
+  readonly configFiles?: readonly ConfigFileDigest[];
   /** Output of bootstrap tasks run for this generation. */
   readonly bootstrap?: { name: string; exitCode: number | null; output: string }[];
+}
+
+/** One rendered config file of a generation: its path in the config directory and its content's sha256. */
+export interface ConfigFileDigest {
+  readonly path: string;
+  readonly sha256: string;
 }
 
 export interface ContainerRecord {

@@ -1,7 +1,8 @@
-/** The read routes: status, sets, containers, health, generations, plan, metrics. */
+/** The read routes: status, sets, containers, health, generations (and their diff), plan, metrics. */
 import { SpcdError } from '../../errors.js';
 import { json, type RouteContext, type RouteResult } from '../context.js';
 import type { MetricsRegistry } from '../registry.js';
+import { queryInt, unprocessable } from '../validate.js';
 
 function param(ctx: RouteContext, key: string): string {
   return ctx.params[key] ?? '';
@@ -68,6 +69,19 @@ export async function getGenerations(ctx: RouteContext): Promise<RouteResult> {
   const g = ctx.deps.status.generations(name);
   if (!g) throw notFound('container', name);
   return json(200, { name, generations: g });
+}
+
+/** GET /v1/containers/{name}/generations/diff?from=A&to=B (both required). */
+export async function getGenerationDiff(ctx: RouteContext): Promise<RouteResult> {
+  const name = param(ctx, 'name');
+  const from = queryInt(ctx.query, 'from', 0, 1, Number.MAX_SAFE_INTEGER);
+  const to = queryInt(ctx.query, 'to', 0, 1, Number.MAX_SAFE_INTEGER);
+  if (from === 0) throw unprocessable('from', 'is required: a generation number');
+  if (to === 0) throw unprocessable('to', 'is required: a generation number');
+  const view = ctx.deps.status;
+  const diff = view.generationDiff ? await view.generationDiff(name, from, to) : undefined;
+  if (!diff) throw notFound('container', name);
+  return json(200, diff);
 }
 
 export async function getPlan(ctx: RouteContext): Promise<RouteResult> {

@@ -41,6 +41,7 @@ export function buildRoutes(metrics: MetricsRegistry): RouteDef<RouteHandler>[] 
     get('/v1/containers/{name}', r.getContainer),
     get('/v1/containers/{name}/health', r.getHealth),
     get('/v1/containers/{name}/generations', r.getGenerations),
+    get('/v1/containers/{name}/generations/diff', r.getGenerationDiff),
     get('/v1/containers/{name}/logs', getLogs),
     post('/v1/containers/{name}/restart', w.containerAction('restart')),
     post('/v1/containers/{name}/stop', w.containerAction('stop')),
