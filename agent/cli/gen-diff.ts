@@ -14,9 +14,11 @@ export function formatGenerationDiff(d: GenerationDiffView): string {
   const lines: string[] = [`${d.name}: generation ${d.from.generation} -> ${d.to.generation}`];
   if (d.image) lines.push(`image:   ${d.image.from} -> ${d.image.to}`);
   if (d.imageDigest) lines.push(`digest:  ${d.imageDigest.from ?? '-'} -> ${d.imageDigest.to ?? '-'}`);
-  if (d.spec.length > 0) {
+  // the image has its own line above
+  const fields = d.spec.filter((c) => !(d.image && c.path === 'image'));
+  if (fields.length > 0) {
     lines.push('spec:');
-    for (const c of d.spec) lines.push(`  ${c.path}: ${shown(c.from)} -> ${shown(c.to)}`);
+    for (const c of fields) lines.push(`  ${c.path}: ${shown(c.from)} -> ${shown(c.to)}`);
   }
   const cfg = d.config;
   if (cfg.changed) {
