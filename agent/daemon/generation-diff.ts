@@ -79,7 +79,12 @@ export async function generationDiff(
     if (da && db) {
       const texts =
         ca && cb
-          ? new Map(diffConfigs(new Map(ca), new Map(cb), new Set(secrets)).map((d) => [d.path, d.diff]))
+          ? new Map(
+              diffConfigs(new Map(ca), new Map(cb), new Set(secrets), { bothWays: true }).map((d) => [
+                d.path,
+                d.diff,
+              ]),
+            )
           : undefined;
       files = fileChanges(da, db, texts);
     }

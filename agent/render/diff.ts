@@ -39,19 +39,25 @@ function secretKeys(lines: readonly string[], secrets: Set<string>): Set<string>
   return keys;
 }
 
-function maskOp(op: LineOp, secrets: Set<string>, keys: Set<string>): LineOp {
+function maskOp(op: LineOp, secrets: Set<string>, keys: Set<string>, anyKind: boolean): LineOp {
   let text = maskSecrets(op.text, secrets);
-  if (op.kind === '-' && text === op.text) {
+  if ((anyKind || op.kind === '-') && text === op.text) {
     const k = keyOf(op.text);
     if (k && keys.has(k.key)) text = `${k.prefix} ${MASK}`;
   }
   return { kind: op.kind, text };
 }
 
+/**
+ * `bothWays`: neither side is known to hold only current secrets (a diff
+ * between two past generations, in either order): a line on either side
+ * whose key holds a secret in either file is masked.
+ */
 export function diffConfigs(
   oldFiles: Map<string, string> | undefined,
   newFiles: Map<string, string>,
   secretValues: Set<string>,
+  opts: { bothWays?: boolean } = {},
 ): FileDiff[] {
   const old = oldFiles ?? new Map<string, string>();
   const paths = [...new Set([...old.keys(), ...newFiles.keys()])].sort();
@@ -71,8 +77,9 @@ export function diffConfigs(
     }
     const newLines = splitLines(after);
     const oldLines = before === undefined ? [] : splitLines(before);
-    const keys = secretKeys(newLines, secretValues);
-    const ops = diffLines(oldLines, newLines).map((op) => maskOp(op, secretValues, keys));
+    const bothWays = opts.bothWays === true;
+    const keys = secretKeys(bothWays ? [...newLines, ...oldLines] : newLines, secretValues);
+    const ops = diffLines(oldLines, newLines).map((op) => maskOp(op, secretValues, keys, bothWays));
     const header = [before === undefined ? '--- /dev/null' : `--- a/${path}`, `+++ b/${path}`];
     const hunks = formatHunks(ops);
     if (hunks.length === 0) hunks.push('(only the trailing newline differs)');

@@ -155,6 +155,29 @@ describe('generation diff (daemon side)', () => {
     expect(text).toMatch(/^ {2}modified {2}a\.conf {2}[0-9a-f]{12} -> [0-9a-f]{12}$/m);
     expect(text).toMatch(/^ {2}added {5}b\.conf {2}- -> [0-9a-f]{12}$/m);
     expect(text).toContain('\n--- a/a.conf\n+++ b/a.conf\n@@');
+    // the image has its own line, not repeated among the spec fields
+    expect(text).not.toContain('  image:');
+  });
+
+  it('a rotated password stays masked whichever way round the generations are asked', async () => {
+    const store = await storeWith(mkdtempSync(join(tmpdir(), 'spcd-gdiff-')));
+    const spec = containerSpec('api', { config: [conf('a.conf')] });
+    const e = { image: 'img:1', imageDigest: null, specHash: 's', spec };
+    const old = { 'a.conf': '[DEFAULT]\npassword = old-pw\n' };
+    const cur = { 'a.conf': '[DEFAULT]\npassword = new-pw\n' };
+    await store.allocate('api', { ...e, configHash: 'h1' }, new Date(0));
+    await store.allocate('api', { ...e, configHash: 'h2' }, new Date(1));
+    // only the current secret is known: old-pw was rotated out of the secrets file
+    const versions = keptVersions({ h1: old, h2: cur }, ['new-pw']);
+    for (const [from, to] of [
+      [1, 2],
+      [2, 1],
+    ] as const) {
+      const d = await generationDiff('api', store.record('api'), from, to, versions);
+      const text = d.config.files[0]!.diff!;
+      expect(text).toContain('-password = ******\n+password = ******');
+      expect(JSON.stringify(d)).not.toMatch(/old-pw|new-pw/);
+    }
   });
 
   it('without the kept versions: file digests only, no content', async () => {
