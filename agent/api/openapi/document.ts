@@ -116,7 +116,7 @@ function operation(route: DocumentedRoute): Record<string, unknown> {
     responses[String(status)] = {
       description: codes.join(', '),
       content: content('application/json', {
-        allOf: [ref('Error'), { properties: { code: { enum: codes } } }],
+        allOf: [ref('Error'), { type: 'object', properties: { code: { enum: codes } } }],
       }),
     };
   }
