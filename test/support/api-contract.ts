@@ -64,7 +64,9 @@ export class ApiContract {
   private validate(ptr: string, value: unknown, what: string): void {
     const v = this.schemaAt(ptr);
     if (!v(value)) {
-      const errors = (v.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`).slice(0, 8);
+      const errors = (v.errors ?? [])
+        .map((e) => `${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`)
+        .slice(0, 8);
       throw new Error(`contract: ${what} does not match #/${ptr}: ${errors.join('; ')}`);
     }
   }
