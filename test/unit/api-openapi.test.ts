@@ -91,8 +91,15 @@ describe('the document', () => {
     for (const route of table) {
       const responses = doc.paths[route.template]?.[route.method.toLowerCase()]?.responses ?? {};
       for (const code of routeErrors(route.doc)) {
-        const r = responses[String(ERRORS[code].status)] as { description: string } | undefined;
-        expect(r?.description.split(', '), `${route.method} ${route.template} ${code}`).toContain(code);
+        const r = responses[String(ERRORS[code].status)] as
+          | {
+              content: {
+                'application/json': { schema: { allOf: { properties?: { code: { enum: string[] } } }[] } };
+              };
+            }
+          | undefined;
+        const codes = r?.content['application/json'].schema.allOf[1]?.properties?.code.enum;
+        expect(codes, `${route.method} ${route.template} ${code}`).toContain(code);
       }
     }
   });

@@ -114,7 +114,7 @@ function operation(route: DocumentedRoute): Record<string, unknown> {
     if (responses[String(status)])
       throw new SpcdError('INTERNAL', `${method} ${template}: ${status} is both an answer and an error`);
     responses[String(status)] = {
-      description: codes.join(', '),
+      description: codes.map((c) => `${c}: ${ERRORS[c].summary}`).join('\n'),
       content: content('application/json', {
         allOf: [ref('Error'), { type: 'object', properties: { code: { enum: codes } } }],
       }),

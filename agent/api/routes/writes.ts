@@ -24,7 +24,6 @@ const expectedGeneration = nullable(
 
 /** Refusals an operation answers instead of a 202 (docs/api.md). */
 const REFUSALS: readonly ErrorCode[] = [
-  'NOT_FOUND',
   'CONFLICT',
   'SHUTTING_DOWN',
   'RECOVERY_QUARANTINED',
@@ -57,7 +56,7 @@ function accepted(ctx: RouteContext, ref: OperationRef): RouteResult {
 
 export function containerAction(kind: 'restart' | 'stop' | 'start'): Route {
   const schema = obj({ expectedGeneration }, ['expectedGeneration']);
-  const refusals: ErrorCode[] = ['GENERATION_MISMATCH'];
+  const refusals: ErrorCode[] = ['NOT_FOUND', 'GENERATION_MISMATCH'];
   if (kind === 'stop') refusals.push('VM_SAFETY_REFUSED', 'ENGINE_TIMEOUT');
   return {
     doc: operationDoc(
@@ -80,7 +79,7 @@ export const upgradeContainer: Route = {
   doc: operationDoc(
     'Upgrade a container to an image (health-gated, rolled back on failure)',
     upgradeBody,
-    ['GENERATION_MISMATCH', 'DEFINITIONS_NOT_LOADED'],
+    ['NOT_FOUND', 'GENERATION_MISMATCH', 'DEFINITIONS_NOT_LOADED'],
     CONTAINER_PARAM,
   ),
   handler: async (ctx) => {
@@ -102,7 +101,7 @@ export const rollbackContainer: Route = {
   doc: operationDoc(
     'Roll a container back to an earlier generation',
     rollbackBody,
-    ['DEFINITIONS_NOT_LOADED'],
+    ['NOT_FOUND', 'DEFINITIONS_NOT_LOADED'],
     CONTAINER_PARAM,
   ),
   handler: async (ctx) => {
@@ -127,7 +126,7 @@ export const upgradeSet: Route = {
   doc: operationDoc(
     "Upgrade a set's containers one by one (new images by container name)",
     setUpgradeBody,
-    ['DEFINITIONS_NOT_LOADED'],
+    ['NOT_FOUND', 'DEFINITIONS_NOT_LOADED'],
     SET_PARAM,
   ),
   handler: async (ctx) => {
