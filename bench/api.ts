@@ -8,6 +8,7 @@
  * The last line is the contract:
  *   status_p99_ms=<n> rps=<n> rss_mb=<n> idle_cpu_pct=<n> adopt_s=<n> adopt_restarts=<n>
  */
+import { request } from 'node:http';
 import { createRequire } from 'node:module';
 import { benchDaemon, type DaemonFigures, type LoadFigures } from './api-daemon.js';
 
@@ -24,8 +25,26 @@ const CONTAINERS = Number(process.env.BENCH_API_CONTAINERS ?? 200);
 const CONNECTIONS = Number(process.env.BENCH_API_CONNECTIONS ?? 10);
 const SECONDS = Number(process.env.BENCH_API_SECONDS ?? 10);
 
+/** One GET; resolves with the body's size (the daemon keeps what it built for it, e.g. the OpenAPI document). */
+function getOnce(socketPath: string, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, path }, (res) => {
+      let size = 0;
+      res.on('data', (c: Buffer) => (size += c.length));
+      res.on('end', () =>
+        res.statusCode === 200 ? resolve(size) : reject(new Error(`${path}: ${res.statusCode}`)),
+      );
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /** autocannon against GET /v1/status on the daemon's socket. */
 async function loadStatus(socketPath: string): Promise<LoadFigures> {
+  // the OpenAPI document is built at its first request and kept: count it in the RSS
+  const docBytes = await getOnce(socketPath, '/v1/openapi.json');
+  console.log(`openapi: GET /v1/openapi.json answered ${(docBytes / 1024).toFixed(1)} KiB`);
   const require = createRequire(import.meta.url);
   const autocannon = require('autocannon') as Autocannon;
   const run = (duration: number): Promise<AutocannonResult> =>

@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../log.js';
 import type { ApiLimits } from './limits.js';
+import type { RouteDoc } from './openapi/document.js';
 import type { Params } from './router.js';
 import type { Actions, StatusView } from './types.js';
 
@@ -37,6 +38,12 @@ export type RouteResult =
   | { readonly kind: 'streamed' };
 
 export type RouteHandler = (ctx: RouteContext) => Promise<RouteResult>;
+
+/** A handler and what it declares about itself (the OpenAPI document is built from these). */
+export interface Route {
+  readonly doc: RouteDoc;
+  readonly handler: RouteHandler;
+}
 
 export function json(status: number, body: unknown): RouteResult {
   return { kind: 'json', status, body };

@@ -1,5 +1,6 @@
 /** Route matching: method + path segments -> a route and its parameters, or NOT_FOUND / METHOD_NOT_ALLOWED. */
 import { SpcdError } from '../errors.js';
+import type { RouteDoc } from './openapi/document.js';
 
 export type Params = Readonly<Record<string, string>>;
 
@@ -11,6 +12,8 @@ export interface RouteDef<H> {
   readonly mutating: boolean;
   readonly match: (segments: readonly string[]) => Params | null;
   readonly handler: H;
+  /** What the route takes and answers: the OpenAPI document is assembled from these. */
+  readonly doc: RouteDoc;
 }
 
 export interface Matched<H> {

@@ -1,4 +1,7 @@
-/** Field checks for request bodies and query strings; each failure names its field (UNPROCESSABLE). */
+/**
+ * Query-string checks, and the error every bad field value answers (UNPROCESSABLE
+ * naming the field). Request bodies are checked against their schema (openapi/check.ts).
+ */
 import { SpcdError } from '../errors.js';
 
 export function unprocessable(field: string, message: string, value?: unknown): SpcdError {
@@ -7,59 +10,6 @@ export function unprocessable(field: string, message: string, value?: unknown): 
     `${field}: ${message}`,
     value === undefined ? { field } : { field, value },
   );
-}
-
-export function onlyFields(body: Record<string, unknown>, allowed: readonly string[]): void {
-  for (const key of Object.keys(body)) {
-    if (!allowed.includes(key)) {
-      throw unprocessable(key, `unknown field (allowed: ${allowed.join(', ') || 'none'})`);
-    }
-  }
-}
-
-export function optionalGeneration(
-  body: Record<string, unknown>,
-  field: string,
-  min: number,
-): number | undefined {
-  const v = body[field];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
-    throw unprocessable(field, `must be an integer >= ${min}`, v);
-  }
-  return v;
-}
-
-export function optionalBoolean(body: Record<string, unknown>, field: string): boolean | undefined {
-  const v = body[field];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'boolean') throw unprocessable(field, 'must be true or false', v);
-  return v;
-}
-
-const IMAGE_REF = /^[A-Za-z0-9][A-Za-z0-9._\-/:@+]*$/;
-
-export function imageRef(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value.length === 0)
-    throw unprocessable(field, 'must be a non-empty image reference');
-  if (value.length > 512 || !IMAGE_REF.test(value))
-    throw unprocessable(field, 'is not a valid image reference', value);
-  return value;
-}
-
-export function optionalImages(
-  body: Record<string, unknown>,
-  field: string,
-): Record<string, string> | undefined {
-  const v = body[field];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'object' || Array.isArray(v))
-    throw unprocessable(field, 'must be an object of container name -> image');
-  const out: Record<string, string> = {};
-  for (const [name, ref] of Object.entries(v as Record<string, unknown>)) {
-    out[name] = imageRef(ref, `${field}.${name}`);
-  }
-  return out;
 }
 
 export function queryInt(

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiContract, documentedOperations, unexercised } from '../support/api-contract.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
@@ -10,19 +11,37 @@ const sb: Sandbox = sandbox('apid');
 const n = (s: string): string => `${sb.instance}-${s}`;
 let spcd: SpcdProcess;
 
-/** A real client: curl over the unix socket. Returns status and body. */
+/**
+ * A real client: curl over the unix socket. Returns status and body; each
+ * answer is checked against the OpenAPI document (test/support/api-contract.ts).
+ */
 async function curl(
   method: string,
   path: string,
   body?: unknown,
   extra: string[] = [],
 ): Promise<{ status: number; body: string }> {
-  const args = ['-s', '--unix-socket', sb.socket, '-X', method, '-w', '\n%{http_code}', ...extra];
-  if (body !== undefined) args.push('-H', 'content-type: application/json', '-d', JSON.stringify(body));
+  const args = [
+    '-s',
+    '--unix-socket',
+    sb.socket,
+    '-X',
+    method,
+    '-w',
+    '\n%{content_type}\n%{http_code}',
+    ...extra,
+  ];
+  const sent = body === undefined ? undefined : JSON.stringify(body);
+  if (sent !== undefined) args.push('-H', 'content-type: application/json', '-d', sent);
   args.push(`http://spcd${path}`);
   const { stdout } = await run('curl', args, { maxBuffer: 8 * 1024 * 1024 });
-  const nl = stdout.lastIndexOf('\n');
-  return { status: Number(stdout.slice(nl + 1)), body: stdout.slice(0, nl) };
+  const last = stdout.lastIndexOf('\n');
+  const status = Number(stdout.slice(last + 1));
+  const head = stdout.slice(0, last);
+  const text = head.slice(0, head.lastIndexOf('\n'));
+  const contentType = head.slice(head.lastIndexOf('\n') + 1);
+  apiContract().check({ method, path, requestBody: sent, status, contentType, text });
+  return { status, body: text };
 }
 const json = async (
   method: string,
@@ -132,10 +151,9 @@ describe('the API of a running spcd, through curl --unix-socket', () => {
     expect(r.status).toBe(202);
     expect(r.data.operationId).toMatch(/^restart-/);
     await waitFor('worker restarted', async () => (await inspect(n('worker')))?.State.StartedAt !== before);
-    const lines = (await events).stdout
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { type: string; operationId?: string; phase?: string });
+    const raw = (await events).stdout.split('\n').filter(Boolean);
+    raw.forEach((l) => apiContract().checkEventLine(l));
+    const lines = raw.map((l) => JSON.parse(l) as { type: string; operationId?: string; phase?: string });
     expect(
       lines.some(
         (e) => e.type === 'operation' && e.operationId === r.data.operationId && e.phase === 'succeeded',
@@ -201,6 +219,14 @@ describe('the API of a running spcd, through curl --unix-socket', () => {
     }[];
     expect(gens[0]).toMatchObject({ generation: 3, from: 1, outcome: 'current' });
     expect(gens[1]).toMatchObject({ generation: 2, outcome: 'superseded' });
+    const diff = await json('GET', `/v1/containers/${n('web')}/generations/diff?from=2&to=3`);
+    expect(diff.status).toBe(200);
+    expect(diff.data).toMatchObject({
+      name: n('web'),
+      from: { generation: 2 },
+      to: { generation: 3, image: 'spcd-demo/service:1' },
+      image: { to: 'spcd-demo/service:1' },
+    });
   });
 
   it('upgrades a whole set, reloads, and rejects bad requests with the catalogue', async () => {
@@ -224,5 +250,15 @@ describe('the API of a running spcd, through curl --unix-socket', () => {
       '{bad',
     ]);
     expect(bad.status).toBe(400);
+  });
+
+  it('served the OpenAPI document of this build, and answered every route in it as it says', async () => {
+    const served = await json('GET', '/v1/openapi.json');
+    expect(served.status).toBe(200);
+    const contract = apiContract();
+    expect({ ...served.data, info: null }).toEqual({ ...contract.document, info: null });
+    // every answer above went through the contract check; here: none of the routes was left out
+    expect(unexercised(contract, documentedOperations(contract.document), [200, 202])).toEqual([]);
+    expect(contract.seen.has('GET /v1/events 200')).toBe(true);
   });
 });

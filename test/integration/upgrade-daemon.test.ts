@@ -1,5 +1,5 @@
-import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call } from '../support/api-http.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, containersOf, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
@@ -31,20 +31,11 @@ interface HealthView {
   checks: { name: string; history: { ok: boolean; output: string }[] }[];
 }
 
-function getJson<T>(path: string): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const req = request({ socketPath: sb.socket, path, method: 'GET' }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString('utf8')));
-      res.on('end', () =>
-        res.statusCode === 200
-          ? resolve(JSON.parse(body) as T)
-          : reject(new Error(`${res.statusCode} ${body}`)),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
+/** A GET through the recording client: the answer is checked against the OpenAPI document. */
+async function getJson<T>(path: string): Promise<T> {
+  const a = await call(sb.socket, 'GET', path);
+  if (a.status !== 200) throw new Error(`${a.status} ${a.text}`);
+  return a.json() as T;
 }
 
 beforeAll(async () => {

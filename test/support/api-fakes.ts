@@ -5,6 +5,7 @@ import type {
   Actions,
   ContainerHealthView,
   ContainerStatus,
+  GenerationDiffView,
   GenerationView,
   LogStreamOptions,
   OperationRef,
@@ -191,6 +192,27 @@ export class FakeStatus implements StatusView {
         outcome: 'committed',
       },
     ];
+  }
+  async generationDiff(name: string, from: number, to: number): Promise<GenerationDiffView | undefined> {
+    const gens = this.generations(name);
+    const a = gens?.find((g) => g.generation === from);
+    const b = gens?.find((g) => g.generation === to);
+    if (!a || !b) return undefined;
+    return {
+      name,
+      from: a,
+      to: b,
+      ...(a.image === b.image ? {} : { image: { from: a.image, to: b.image } }),
+      ...(a.imageDigest === b.imageDigest ? {} : { imageDigest: { from: a.imageDigest, to: b.imageDigest } }),
+      spec: [{ path: 'environment.DEBUG', from: 'false', to: 'true' }],
+      config: {
+        changed: a.configHash !== b.configHash,
+        filesKnown: true,
+        files: [
+          { path: 'nova.conf', change: 'modified', fromSha256: 'aa', toSha256: 'bb', diff: '-a\n+b\n' },
+        ],
+      },
+    };
   }
   async plan(): Promise<PlanView> {
     return {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { ApiHandler } from '../../agent/api/handler.js';
 import { compileLimits, type ApiLimits } from '../../agent/api/limits.js';
 import { makeServer } from '../../agent/api/socket.js';
+import { apiContract } from './api-contract.js';
 
 export interface Answer {
   status: number;
@@ -14,6 +15,10 @@ export interface Answer {
   json: () => unknown;
 }
 
+/**
+ * One request; the answer is checked against the OpenAPI document
+ * (test/support/api-contract.ts) and the call rejects when it does not match.
+ */
 export function call(
   socketPath: string,
   method: string,
@@ -40,7 +45,21 @@ export function call(
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: () => JSON.parse(text) });
+          const status = res.statusCode ?? 0;
+          try {
+            apiContract().check({
+              method,
+              path,
+              requestBody: payload,
+              status,
+              contentType: res.headers['content-type'],
+              text,
+            });
+          } catch (err) {
+            reject(err as Error);
+            return;
+          }
+          resolve({ status, headers: res.headers, text, json: () => JSON.parse(text) });
         });
         res.on('error', reject);
       },
@@ -71,4 +90,52 @@ export async function serveOnTempSocket(
         server.closeAllConnections();
       }),
   };
+}
+
+export interface EventsTap {
+  /** Every line read so far, parsed (heartbeats included). */
+  readonly events: Record<string, unknown>[];
+  close(): void;
+}
+
+/**
+ * Follows GET /v1/events; each line is checked against the document's
+ * EventLine schema (a mismatch is kept in `problems` and thrown by close()).
+ */
+export function openEvents(socketPath: string): Promise<EventsTap & { problems: string[] }> {
+  const events: Record<string, unknown>[] = [];
+  const problems: string[] = [];
+  return new Promise((resolve, reject) => {
+    const req = request({ socketPath, method: 'GET', path: '/v1/events' }, (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`/v1/events answered ${res.statusCode}`));
+      let buf = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => {
+        buf += c;
+        let i: number;
+        while ((i = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, i);
+          buf = buf.slice(i + 1);
+          if (line.trim() === '') continue;
+          try {
+            apiContract().checkEventLine(line);
+          } catch (err) {
+            problems.push((err as Error).message);
+          }
+          events.push(JSON.parse(line) as Record<string, unknown>);
+        }
+      });
+      res.on('error', () => undefined);
+      resolve({
+        events,
+        problems,
+        close: () => {
+          req.destroy();
+          if (problems.length > 0) throw new Error(problems.join('\n'));
+        },
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }

@@ -22,7 +22,11 @@ class Capture extends Writable {
 /** The fake daemon, answering generation diffs of `cron` 2 -> 3. */
 class DiffStatus extends FakeStatus {
   asked: [string, number, number][] = [];
-  async generationDiff(name: string, from: number, to: number): Promise<GenerationDiffView | undefined> {
+  override async generationDiff(
+    name: string,
+    from: number,
+    to: number,
+  ): Promise<GenerationDiffView | undefined> {
     this.asked.push([name, from, to]);
     if (!this.container(name)) return undefined;
     const [g3, g2] = this.generations(name) ?? [];

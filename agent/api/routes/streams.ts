@@ -1,10 +1,14 @@
 /** The streamed routes: /v1/events (newline-delimited JSON) and container logs (text lines). */
 import { SpcdError } from '../../errors.js';
 import type { SpcdEvent } from '../../model/events.js';
-import type { RouteContext, RouteResult } from '../context.js';
+import type { Route, RouteContext, RouteResult } from '../context.js';
+import { ref } from '../openapi/schema.js';
 import { queryBool, queryInt } from '../validate.js';
+import { CONTAINER_PARAM } from './reads.js';
 
 export const MAX_TAIL = 10_000;
+/** ?tail: the schema the document shows is the one the handler enforces. */
+const TAIL = { type: 'integer', minimum: 0, maximum: MAX_TAIL, default: 100 } as const;
 
 /**
  * Every SpcdEvent as one JSON line, plus `{"type":"heartbeat","at":...}` every
@@ -12,7 +16,7 @@ export const MAX_TAIL = 10_000;
  * falls more than streamBacklogBytes behind is dropped rather than buffered
  * without end. The subscription ends when the client goes away.
  */
-export async function getEvents(ctx: RouteContext): Promise<RouteResult> {
+async function getEvents(ctx: RouteContext): Promise<RouteResult> {
   const { res, limits } = ctx;
   res.writeHead(200, {
     'content-type': 'application/x-ndjson; charset=utf-8',
@@ -50,10 +54,10 @@ export async function getEvents(ctx: RouteContext): Promise<RouteResult> {
  * streamed; an error after the stream began ends it with a last line
  * "spcd: CODE: message".
  */
-export async function getLogs(ctx: RouteContext): Promise<RouteResult> {
+async function getLogs(ctx: RouteContext): Promise<RouteResult> {
   const { res, deps, limits } = ctx;
   const name = ctx.params.name ?? '';
-  const tail = queryInt(ctx.query, 'tail', 100, 0, MAX_TAIL);
+  const tail = queryInt(ctx.query, 'tail', TAIL.default, TAIL.minimum, TAIL.maximum);
   const follow = queryBool(ctx.query, 'follow');
   if (!deps.status.container(name))
     throw new SpcdError('NOT_FOUND', `no container named ${name}`, { container: name });
@@ -99,3 +103,47 @@ export async function getLogs(ctx: RouteContext): Promise<RouteResult> {
   }
   return { kind: 'streamed' };
 }
+
+export const events: Route = {
+  doc: {
+    summary:
+      'Every event as it happens, one JSON line each, plus a heartbeat every 15 s; never ends by itself',
+    description:
+      'Each line of the stream is one EventLine. Subscribe before posting an operation to see all its events.',
+    responses: [
+      {
+        status: 200,
+        description: 'the stream',
+        contentType: 'application/x-ndjson',
+        schema: ref('EventLine'),
+      },
+    ],
+    errors: [],
+  },
+  handler: getEvents,
+};
+
+export const logs: Route = {
+  doc: {
+    summary: "A container's log lines, and with follow=1 new ones as they come",
+    description: 'An error after the stream began ends it with a last line "spcd: CODE: message".',
+    params: CONTAINER_PARAM,
+    query: {
+      tail: { schema: TAIL, description: 'how many of the last lines to send first' },
+      follow: {
+        schema: { type: 'string', enum: ['', '0', '1', 'false', 'true'] },
+        description: 'keep the stream open (1, true or bare)',
+      },
+    },
+    responses: [
+      {
+        status: 200,
+        description: 'one line per log line',
+        contentType: 'text/plain',
+        schema: { type: 'string' },
+      },
+    ],
+    errors: ['NOT_FOUND', 'UNPROCESSABLE'],
+  },
+  handler: getLogs,
+};

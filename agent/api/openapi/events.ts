@@ -1,0 +1,104 @@
+/** The schema of one line of GET /v1/events: a SpcdEvent (agent/model/events.ts) or a heartbeat. */
+import { anyObject, arr, bool, int, obj, oneOfStrings, ref, str, type Schema } from './schema.js';
+
+const at = int(0, 'milliseconds since the epoch');
+const type = (t: string): Schema => ({ const: t });
+
+const UPGRADE_OUTCOMES = ['succeeded', 'rolled_back', 'refused', 'failed', 'rollback_failed'];
+
+/** Named schemas for #/components/schemas, one per event type. */
+export function eventSchemas(): Record<string, Schema> {
+  const events: Record<string, Schema> = {
+    StateEvent: obj({ type: type('state'), at, container: str(), from: str(), to: str(), reason: str() }, [
+      'reason',
+    ]),
+    HealthEvent: obj(
+      { type: type('health'), at, container: str(), check: str(), status: str(), output: str() },
+      ['check', 'output'],
+    ),
+    UpgradeStepEvent: obj(
+      {
+        type: type('upgrade-step'),
+        at,
+        operationId: str(),
+        container: str(),
+        step: str(),
+        generation: int(0),
+        outcome: oneOfStrings(['begin', 'done', 'failed']),
+        detail: str(),
+      },
+      ['detail'],
+    ),
+    PullProgressEvent: obj(
+      {
+        type: type('pull-progress'),
+        at,
+        operationId: str(),
+        image: str(),
+        status: str(),
+        current: { type: 'number' },
+        total: { type: 'number' },
+      },
+      ['current', 'total'],
+    ),
+    OperationEvent: obj(
+      {
+        type: type('operation'),
+        at,
+        operationId: str(),
+        kind: str(),
+        target: str(),
+        phase: oneOfStrings(['accepted', 'running', 'succeeded', 'failed']),
+        error: obj({ code: str(), message: str() }),
+        result: anyObject('what the operation did; depends on its kind'),
+      },
+      ['error', 'result'],
+    ),
+    UpgradeEvent: obj(
+      {
+        type: type('upgrade'),
+        at,
+        operationId: str(),
+        container: str(),
+        kind: oneOfStrings(['upgrade', 'recreate', 'rollback']),
+        outcome: oneOfStrings(UPGRADE_OUTCOMES),
+        code: str(),
+      },
+      ['code'],
+    ),
+    VmSafetyRefusedEvent: obj({
+      type: type('vm-safety-refused'),
+      at,
+      container: str(),
+      action: oneOfStrings(['upgrade', 'stop', 'remove']),
+      reason: str(),
+    }),
+    CensusEvent: obj(
+      {
+        type: type('census'),
+        at,
+        operationId: str(),
+        container: str(),
+        action: str(),
+        outcome: oneOfStrings(['ok', 'mismatch', 'skipped']),
+        before: arr(str()),
+        after: arr(str()),
+        missing: arr(str()),
+        added: arr(str()),
+        vmProcesses: int(0),
+        detail: str(),
+      },
+      ['before', 'after', 'vmProcesses'],
+    ),
+    EngineEvent: obj({ type: type('engine'), at, available: bool, reason: str() }, ['reason']),
+    ReloadEvent: obj({ type: type('reload'), at, ok: bool, detail: str() }, ['detail']),
+    Heartbeat: obj({ type: type('heartbeat'), at }, [], 'sent every 15 s so idle clients notice a dead peer'),
+  };
+  return {
+    ...events,
+    EventLine: {
+      description: 'One line of GET /v1/events: an event, or a heartbeat.',
+      oneOf: Object.keys(events).map(ref),
+    },
+  };
+}
