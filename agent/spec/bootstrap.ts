@@ -11,7 +11,7 @@ import type { Where } from './where.js';
  */
 
 export const BOOTSTRAP_TIMEOUT_MS = 600_000;
-const BOOTSTRAP_KEYS = ['name', 'command', 'environment', 'timeout', 'accept_exit_codes'] as const;
+export const BOOTSTRAP_KEYS = ['name', 'command', 'environment', 'timeout', 'accept_exit_codes'] as const;
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function readBootstrap(r: Reader, v: unknown, w: Where): BootstrapTaskSpec[] | undefined {

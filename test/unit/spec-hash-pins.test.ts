@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, sha256Hex, specHash } from '../../agent/model/hash.js';
 import { specHashUnder } from '../../agent/model/hash-schemes.js';
-import { allContainers, type ContainerSpec } from '../../agent/model/spec.js';
-import { loadDesired, type LoadOptions } from '../../agent/spec/load.js';
-import { LIBRARY_FILE } from '../fixtures/spec/helpers.js';
+import type { ContainerSpec } from '../../agent/model/spec.js';
+import { loadContainers, SHIPPED_LOADS } from '../support/shipped-sets.js';
 
 /**
  * The hashes of every shipped and fixture container, pinned: a change to how
@@ -13,18 +12,6 @@ import { LIBRARY_FILE } from '../fixtures/spec/helpers.js';
  * a refactored loader must produce the very same ContainerSpec.
  * container-sets-e2e/openstack/ is left out: it is edited elsewhere.
  */
-const root = new URL('../../', import.meta.url).pathname;
-const LOADS: Record<string, Omit<LoadOptions, 'checkLibraryFile'>> = {
-  compute: { setsDir: `${root}container-sets` },
-  demo: { setsDir: `${root}container-sets/demo` },
-  'demo+no-privileged': {
-    setsDir: `${root}container-sets/demo`,
-    overridesFile: `${root}container-sets/hosts/no-privileged.yaml`,
-  },
-  e2e: { setsDir: `${root}container-sets-e2e` },
-  fixtures: { setsDir: `${root}test/fixtures/spec/good` },
-};
-
 interface Pin {
   readonly v2: string;
   readonly v1: string | null | undefined;
@@ -40,9 +27,8 @@ function pin(spec: ContainerSpec): Pin {
   };
 }
 
-async function pinsOf(opts: Omit<LoadOptions, 'checkLibraryFile'>): Promise<Record<string, Pin>> {
-  const desired = await loadDesired({ ...opts, checkLibraryFile: LIBRARY_FILE });
-  return Object.fromEntries(allContainers(desired.sets).map((c) => [c.name, pin(c)]));
+async function pinsOf(opts: (typeof SHIPPED_LOADS)[string]): Promise<Record<string, Pin>> {
+  return Object.fromEntries((await loadContainers(opts)).map((c) => [c.name, pin(c)]));
 }
 
 const PINS: Record<string, Record<string, Pin>> = {
@@ -139,7 +125,7 @@ const PINS: Record<string, Record<string, Pin>> = {
 };
 
 describe('the hashes of the shipped and fixture sets do not move', () => {
-  for (const [name, opts] of Object.entries(LOADS)) {
+  for (const [name, opts] of Object.entries(SHIPPED_LOADS)) {
     it(name, async () => {
       expect(await pinsOf(opts)).toEqual(PINS[name]);
     });
