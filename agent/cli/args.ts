@@ -57,6 +57,11 @@ export const COMMANDS: Record<string, { options: Options; positionals: number; u
     positionals: 1,
     usage: 'validate DIR [--overrides FILE] [--checks FILE]',
   },
+  schema: {
+    options: { overrides: { type: 'boolean' } },
+    positionals: 0,
+    usage: 'schema [--overrides]',
+  },
   version: { options: {}, positionals: 0, usage: 'version' },
 };
 

@@ -10,6 +10,7 @@ import {
   DURATION_SCHEMA,
   DURATION_STRING,
   ints,
+  LINE_SAFE_SCALAR,
   list,
   nonEmptyStrings,
   object,
@@ -89,9 +90,7 @@ const REL_PATH: JsonSchema = {
 const ENV: JsonSchema = {
   type: 'object',
   propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
-  additionalProperties: {
-    oneOf: [{ type: 'string', pattern: '^[^\\u0000\\r\\n]*$' }, { type: ['number', 'boolean'] }],
-  },
+  additionalProperties: LINE_SAFE_SCALAR,
 };
 
 function readNetwork(r: Reader, v: unknown, w: Where): string | undefined {
@@ -223,9 +222,7 @@ export const CUSTOM_READERS: { readonly [N in CustomReaderName]: CustomReader } 
     schema: () => ({
       type: 'object',
       propertyNames: { pattern: SYSCTL_KEY.source },
-      additionalProperties: {
-        oneOf: [{ type: 'string', pattern: '^[^\\u0000\\r\\n]*$' }, { type: ['number', 'boolean'] }],
-      },
+      additionalProperties: LINE_SAFE_SCALAR,
     }),
   },
   dependsOn: { read: readDependsOn, schema: () => ({ ...list(str(CONTAINER_NAME)), uniqueItems: true }) },

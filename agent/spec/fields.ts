@@ -72,7 +72,11 @@ export const ABS_PATH_SCHEMA: JsonSchema = { type: 'string', pattern: '^/[^:\\s\
 
 export const STRINGS_SCHEMA: JsonSchema = { type: 'array', items: { type: 'string' } };
 
-const SCALAR = { type: ['string', 'number', 'boolean'] };
+/** A value Reader.scalarText takes; LINE_SAFE_SCALAR without NUL, CR or LF in a string. */
+export const SCALAR: JsonSchema = { oneOf: [{ type: 'string' }, { type: 'number' }, { type: 'boolean' }] };
+export const LINE_SAFE_SCALAR: JsonSchema = {
+  oneOf: [{ type: 'string', pattern: '^[^\\u0000\\r\\n]*$' }, { type: 'number' }, { type: 'boolean' }],
+};
 
 /** Letters as [xX] classes: JSON Schema patterns have no case-insensitive flag. */
 export function anyCase(text: string): string {
@@ -105,9 +109,7 @@ export function plainSchema(kind: PlainKind): JsonSchema {
           kind.reservedPrefix === undefined
             ? names
             : { ...names, not: { pattern: `^${anyCase(kind.reservedPrefix)}` } },
-        additionalProperties: kind.lineSafe
-          ? { oneOf: [{ type: 'string', pattern: '^[^\\u0000\\r\\n]*$' }, { type: ['number', 'boolean'] }] }
-          : SCALAR,
+        additionalProperties: kind.lineSafe ? LINE_SAFE_SCALAR : SCALAR,
       };
     }
   }
