@@ -1,4 +1,4 @@
-import type { CustomReaderName } from '../model/container-fields.js';
+import { CONTAINER_FIELDS, type CustomReaderName } from '../model/container-fields.js';
 import type { ContainerSpec } from '../model/spec.js';
 import { readBootstrap, BOOTSTRAP_KEYS } from './bootstrap.js';
 import { readCensus, CENSUS_KEYS, CENSUS_MAX_TIMEOUT_MS } from './census.js';
@@ -14,6 +14,7 @@ import {
   list,
   nonEmptyStrings,
   object,
+  plainSchema,
   str,
   type JsonSchema,
 } from './fields.js';
@@ -87,11 +88,8 @@ const REL_PATH: JsonSchema = {
   type: 'string',
   pattern: '^(?!/)(?!.*(?:^|/)\\.{1,2}(?:/|$))(?!.*//)[^\\u0000]+$',
 };
-const ENV: JsonSchema = {
-  type: 'object',
-  propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
-  additionalProperties: LINE_SAFE_SCALAR,
-};
+/** A bootstrap task's environment is read as the container's. */
+const ENV: JsonSchema = plainSchema(CONTAINER_FIELDS.environment.value);
 
 function readNetwork(r: Reader, v: unknown, w: Where): string | undefined {
   if (typeof v !== 'string' || !NETWORK_NAME.test(v)) {
