@@ -59,6 +59,13 @@ if [ -d "$SETS_SRC" ]; then
     if [ -e "$target" ]; then continue; fi
     install -D -m 0640 "$SETS_SRC/$f" "$target"; say "added container set ${f#./}"
   done
+  # the JSON Schemas the sets name on their first line (for editors): kept
+  # current, as they describe this spcd's format
+  (cd "$SETS_SRC" && find . -type f -name '*.schema.json' -print) | while read -r f; do
+    target="$ROOT/etc/spcd/container-sets/${f#./}"
+    if [ -f "$target" ] && cmp -s "$SETS_SRC/$f" "$target"; then continue; fi
+    install -D -m 0644 "$SETS_SRC/$f" "$target"; say "installed schema ${f#./}"
+  done
 fi
 
 # 5. an example overrides.yaml, only when there is none

@@ -97,6 +97,11 @@ export const COMMANDS: Record<string, CommandDef> = {
     usage: 'validate DIR [--overrides FILE] [--checks FILE]',
     operand: 'dir',
   },
+  schema: {
+    options: { overrides: { type: 'boolean' } },
+    positionals: 0,
+    usage: 'schema [--overrides]',
+  },
   version: { options: {}, positionals: 0, usage: 'version' },
   completion: {
     options: {},

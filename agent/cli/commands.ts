@@ -11,6 +11,7 @@ import type {
 } from '../api/types.js';
 import type { SpcdEvent } from '../model/events.js';
 import { formatProblem, validateDir } from '../spec/load.js';
+import { containerSetSchema, overridesSchema, schemaText } from '../spec/schema.js';
 import { intOption, type Parsed } from './args.js';
 import { lineSplitter, type ApiClient } from './client.js';
 import { CliError, EXIT, type ExitCode } from './exit.js';
@@ -213,6 +214,12 @@ async function validate(ctx: CommandContext): Promise<ExitCode> {
   return EXIT.OK;
 }
 
+/** The JSON Schema of set files (or, with --overrides, of the override file), as the validator defines them. */
+async function schema(ctx: CommandContext): Promise<ExitCode> {
+  print(ctx, schemaText(ctx.args.values.overrides ? overridesSchema() : containerSetSchema()));
+  return EXIT.OK;
+}
+
 export function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
     version: string;
@@ -242,6 +249,7 @@ export const COMMAND_TABLE: Record<string, Command> = {
   plan,
   reload,
   validate,
+  schema,
   version,
   completion,
   __complete: complete,

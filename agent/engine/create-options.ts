@@ -1,5 +1,6 @@
+import { FIELD_ROWS, type CustomEngineField } from '../model/container-fields.js';
 import { encodeIdentity } from '../model/labels.js';
-import { hasKollaConfig, type BindMount } from '../model/spec.js';
+import { hasKollaConfig, type BindMount, type ContainerSpec } from '../model/spec.js';
 import type { CreateRequest } from './types.js';
 
 /** The docker create body for a spec: pure, so it is unit-tested without an engine. */
@@ -23,50 +24,81 @@ export function bindString(b: Pick<BindMount, 'source' | 'target' | 'readOnly' |
   return `${b.source}:${b.target}:${opts.join(',')}`;
 }
 
-export function createBody(req: CreateRequest): CreateBody {
-  const s = req.spec;
-  const env = { ...s.environment, ...(req.extraEnv ?? {}) };
-  const binds = [...s.binds.map(bindString), ...(req.extraBinds ?? []).map((b) => bindString(b))];
+/**
+ * The options the field table (model/container-fields.ts) marks 'custom':
+ * the compiler wants one mapper each. Every other engine option is copied to
+ * the HostConfig or body key its row names.
+ */
+const CUSTOM: {
+  readonly [F in CustomEngineField]: (s: ContainerSpec, req: CreateRequest, body: CreateBody) => void;
+} = {
   // With rendered kolla config, the image's kolla_start runs and reads the
   // command from config.json; the definition's command is not the Cmd.
-  const command = req.command ?? (hasKollaConfig(s) ? undefined : s.command);
-  const hostConfig: Record<string, unknown> = {
-    Privileged: s.privileged,
-    NetworkMode: s.network,
-    IpcMode: s.ipc,
-    CgroupnsMode: s.cgroupns,
-    Binds: binds,
-    Tmpfs: Object.fromEntries(s.tmpfs.map((t) => [t.target, t.options])),
-    Devices: s.devices.map((d) => ({
+  command: (s, req, body) => {
+    const command = req.command ?? (hasKollaConfig(s) ? undefined : s.command);
+    if (command) body.Cmd = [...command];
+  },
+  environment: (s, req, body) => {
+    const env = { ...s.environment, ...(req.extraEnv ?? {}) };
+    body.Env = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+  },
+  binds: (s, req, body) => {
+    body.HostConfig.Binds = [...s.binds.map(bindString), ...(req.extraBinds ?? []).map((b) => bindString(b))];
+  },
+  tmpfs: (s, _req, body) => {
+    body.HostConfig.Tmpfs = Object.fromEntries(s.tmpfs.map((t) => [t.target, t.options]));
+  },
+  devices: (s, _req, body) => {
+    body.HostConfig.Devices = s.devices.map((d) => ({
       PathOnHost: d.host,
       PathInContainer: d.container,
       CgroupPermissions: d.permissions,
-    })),
-    CapAdd: [...s.capAdd],
-    CapDrop: [...s.capDrop],
-    SecurityOpt: [...s.securityOpt],
-    Ulimits: s.ulimits.map((u) => ({ Name: u.name, Soft: u.soft, Hard: u.hard })),
-    Sysctls: { ...s.sysctls },
-    Init: s.init,
-    // spcd is the only supervisor: Docker never restarts these (docs/decisions/0003).
-    RestartPolicy: { Name: 'no', MaximumRetryCount: 0 },
-  };
-  if (s.pid === 'host') hostConfig.PidMode = 'host';
-  if (s.uts === 'host') hostConfig.UTSMode = 'host';
-  if (s.memoryBytes !== undefined) hostConfig.Memory = s.memoryBytes;
-  if (s.shmSizeBytes !== undefined) hostConfig.ShmSize = s.shmSizeBytes;
+    }));
+  },
+  ulimits: (s, _req, body) => {
+    body.HostConfig.Ulimits = s.ulimits.map((u) => ({ Name: u.name, Soft: u.soft, Hard: u.hard }));
+  },
+  labels: (s, req, body) => {
+    body.Labels = { ...s.labels, ...(req.extraLabels ?? {}), ...encodeIdentity(req.identity) };
+  },
+  stopGraceMs: (s, _req, body) => {
+    body.StopTimeout = Math.ceil(s.stopGraceMs / 1000);
+  },
+};
+
+function copy(value: unknown): unknown {
+  if (Array.isArray(value)) return [...(value as unknown[])];
+  if (value !== null && typeof value === 'object') return { ...value };
+  return value;
+}
+
+export function createBody(req: CreateRequest): CreateBody {
+  const s = req.spec;
   const body: CreateBody = {
     name: req.name ?? s.name,
     Image: s.image,
-    Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-    Labels: { ...s.labels, ...(req.extraLabels ?? {}), ...encodeIdentity(req.identity) },
+    Env: [],
+    Labels: {},
     StopSignal: s.stopSignal,
-    StopTimeout: Math.ceil(s.stopGraceMs / 1000),
-    HostConfig: hostConfig,
+    StopTimeout: 0,
+    HostConfig: {
+      // spcd is the only supervisor: Docker never restarts these (docs/decisions/0003).
+      RestartPolicy: { Name: 'no', MaximumRetryCount: 0 },
+    },
   };
-  if (command) body.Cmd = [...command];
-  if (s.entrypoint) body.Entrypoint = [...s.entrypoint];
-  if (s.user !== undefined) body.User = s.user;
-  if (s.workingDir !== undefined) body.WorkingDir = s.workingDir;
+  const top = body as unknown as Record<string, unknown>;
+  for (const [field, def] of FIELD_ROWS) {
+    const target = def.engine;
+    if (target === 'none') continue;
+    if (target === 'custom') {
+      CUSTOM[field as CustomEngineField](s, req, body);
+      continue;
+    }
+    const value = s[field];
+    if (value === undefined) continue;
+    if ('host' in target) {
+      if (!(target.omitDefault && value === def.default)) body.HostConfig[target.host] = copy(value);
+    } else top[target.body] = copy(value);
+  }
   return body;
 }

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { FIELD_ROWS, type FieldName } from './container-fields.js';
 import type { ContainerSpec } from './spec.js';
 
 /**
@@ -29,62 +30,30 @@ export const CONFIG_HASH_SCHEME = 'v1';
 export const NO_CONFIG_HASH = 'none';
 
 /**
- * Every ContainerSpec field, hashed or not. The compiler makes a new field
- * choose: true when it changes what the engine is asked to create (then it
- * must be absent, false, empty or listed in HASH_DEFAULTS when a definition
- * does not use it), false when it does not (health checks, config files:
- * the config hash covers those).
+ * Every ContainerSpec field, hashed or not: the field table's `hash` column
+ * (model/container-fields.ts), plus the name. True when it changes what the
+ * engine is asked to create (then it must be absent, false, empty or at a
+ * default left out of the hash when a definition does not use it), false
+ * when it does not (health checks, config files: the config hash covers those).
  */
-export const SPEC_HASH_FIELDS = {
+export const SPEC_HASH_FIELDS: { readonly [K in keyof ContainerSpec]-?: boolean } = {
   name: true,
   set: false,
-  image: true,
-  command: true,
-  entrypoint: true,
-  user: true,
-  workingDir: true,
-  environment: true,
-  privileged: true,
-  pid: true,
-  network: true,
-  ipc: true,
-  uts: true,
-  cgroupns: true,
-  binds: true,
-  tmpfs: true,
-  devices: true,
-  capAdd: true,
-  capDrop: true,
-  securityOpt: true,
-  ulimits: true,
-  sysctls: true,
-  memoryBytes: true,
-  shmSizeBytes: true,
-  init: true,
-  labels: true,
-  stopSignal: true,
-  stopGraceMs: true,
-  dependsOn: false,
-  healthchecks: false,
-  role: false,
-  config: false,
-  permissions: false,
-  bootstrap: false,
-  census: false,
+  ...(Object.fromEntries(FIELD_ROWS.map(([field, def]) => [field, def.hash !== false])) as {
+    [K in FieldName]: boolean;
+  }),
   source: false,
-} as const satisfies { readonly [K in keyof ContainerSpec]-?: boolean };
+};
 
 /**
  * Normalized defaults that are not already absent, false or empty: a field at
- * this value is left out of the hashed form. Adding an entry for a *new*
- * field changes no existing hash; changing an entry does (a new scheme).
+ * this value is left out of the hashed form (rows with hash 'unless-default').
+ * Adding such a row for a *new* field changes no existing hash; changing one
+ * does (a new scheme).
  */
-export const HASH_DEFAULTS: { readonly [K in keyof ContainerSpec]?: unknown } = {
-  pid: 'private',
-  ipc: 'private',
-  uts: 'private',
-  cgroupns: 'private',
-};
+export const HASH_DEFAULTS: { readonly [K in keyof ContainerSpec]?: unknown } = Object.fromEntries(
+  FIELD_ROWS.filter(([, def]) => def.hash === 'unless-default').map(([field, def]) => [field, def.default]),
+);
 
 /**
  * The value with every object key whose value means "not used" removed, at

@@ -5,6 +5,8 @@
  * these and never on raw YAML.
  */
 
+import type { ContainerOptions } from './container-fields.js';
+
 export type Propagation = 'rprivate' | 'private' | 'rshared' | 'shared' | 'rslave' | 'slave';
 
 export interface BindMount {
@@ -147,59 +149,19 @@ export interface CensusSpec {
   readonly timeoutMs: number;
 }
 
-export interface ContainerSpec {
+/**
+ * One container, validated and normalized: its options come from the field
+ * table (model/container-fields.ts), where each one's YAML key, default,
+ * normalization and engine mapping are declared.
+ */
+export type ContainerSpec = ContainerOptions & {
   /** The docker container name; unique on the host. */
   readonly name: string;
   /** Slash-separated path of the owning set, e.g. "compute/neutron". */
   readonly set: string;
-  readonly image: string;
-  readonly command?: readonly string[];
-  readonly entrypoint?: readonly string[];
-  readonly user?: string;
-  readonly workingDir?: string;
-  /** Sorted by key. */
-  readonly environment: Readonly<Record<string, string>>;
-  readonly privileged: boolean;
-  readonly pid: PidMode;
-  readonly network: NetworkMode;
-  readonly ipc: IpcMode;
-  readonly uts: UtsMode;
-  readonly cgroupns: CgroupnsMode;
-  /** Sorted by target. */
-  readonly binds: readonly BindMount[];
-  /** Sorted by target. */
-  readonly tmpfs: readonly TmpfsMount[];
-  /** Sorted by container path. */
-  readonly devices: readonly DeviceMapping[];
-  /** Upper-case, without CAP_ prefix, sorted, de-duplicated. */
-  readonly capAdd: readonly string[];
-  readonly capDrop: readonly string[];
-  readonly securityOpt: readonly string[];
-  /** Sorted by name. */
-  readonly ulimits: readonly Ulimit[];
-  readonly sysctls: Readonly<Record<string, string>>;
-  /** Bytes; undefined for the engine default. */
-  readonly memoryBytes?: number;
-  readonly shmSizeBytes?: number;
-  readonly init: boolean;
-  /** User labels; keys under "spcd." are reserved and rejected by spec/. */
-  readonly labels: Readonly<Record<string, string>>;
-  readonly stopSignal: string;
-  readonly stopGraceMs: number;
-  /** Names of containers in the same set that must be running first. */
-  readonly dependsOn: readonly string[];
-  readonly healthchecks: readonly CheckSpec[];
-  /** Marks the hypervisor container (libvirt): VM-safety rules apply to it. */
-  readonly role: 'service' | 'hypervisor';
-  readonly config: readonly ConfigFileSpec[];
-  /** Kolla config.json `permissions`; absent when the definition gives none. */
-  readonly permissions?: readonly KollaPermission[];
-  readonly bootstrap: readonly BootstrapTaskSpec[];
-  /** Absent: no census. Only on role hypervisor. */
-  readonly census?: CensusSpec;
   /** Where it came from, for error messages: "container-sets/compute.yaml:12". */
   readonly source: string;
-}
+};
 
 export interface SetSpec {
   /** Last path element. */

@@ -1,5 +1,7 @@
+import { CONTAINER_FIELDS } from '../model/container-fields.js';
 import type { BootstrapTaskSpec } from '../model/spec.js';
 import { CHECK_NAME } from './check.js';
+import { readPlain } from './fields.js';
 import type { Reader } from './read.js';
 import type { Where } from './where.js';
 
@@ -11,8 +13,7 @@ import type { Where } from './where.js';
  */
 
 export const BOOTSTRAP_TIMEOUT_MS = 600_000;
-const BOOTSTRAP_KEYS = ['name', 'command', 'environment', 'timeout', 'accept_exit_codes'] as const;
-const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const BOOTSTRAP_KEYS = ['name', 'command', 'environment', 'timeout', 'accept_exit_codes'] as const;
 
 export function readBootstrap(r: Reader, v: unknown, w: Where): BootstrapTaskSpec[] | undefined {
   const list = r.list(v, w);
@@ -40,11 +41,8 @@ export function readBootstrap(r: Reader, v: unknown, w: Where): BootstrapTaskSpe
     const environment =
       m.environment === undefined
         ? undefined
-        : r.textMap(m.environment, at('environment'), {
-            pattern: ENV_KEY,
-            what: 'an environment variable name ([A-Za-z_][A-Za-z0-9_]*)',
-            lineSafe: true,
-          });
+        : (readPlain(r, CONTAINER_FIELDS.environment.value, m.environment, at('environment')) as
+            Record<string, string> | undefined);
     const timeoutMs =
       m.timeout === undefined ? BOOTSTRAP_TIMEOUT_MS : r.duration(m.timeout, at('timeout'), 1);
     let acceptExitCodes: number[] | undefined = [0];

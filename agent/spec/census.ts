@@ -11,7 +11,7 @@ import type { Where } from './where.js';
 
 export const CENSUS_TIMEOUT_MS = 10_000;
 export const CENSUS_MAX_TIMEOUT_MS = 300_000;
-const CENSUS_KEYS = ['exec', 'timeout'] as const;
+export const CENSUS_KEYS = ['exec', 'timeout'] as const;
 
 export function readCensus(r: Reader, v: unknown, w: Where, role: string): CensusSpec | undefined {
   const m = r.mapping(v, w, CENSUS_KEYS);

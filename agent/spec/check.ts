@@ -18,8 +18,8 @@ export const CHECK_DEFAULTS = {
 export const MAX_CHECK_OUTPUT = 1024 * 1024;
 export const CHECK_NAME = /^[a-z0-9][a-z0-9_.-]{0,62}$/;
 
-const PROBE_KEYS = ['exec', 'shell', 'tcp', 'http', 'process', 'established'] as const;
-const SCHEDULE_KEYS = ['interval', 'cron'] as const;
+export const PROBE_KEYS = ['exec', 'shell', 'tcp', 'http', 'process', 'established'] as const;
+export const SCHEDULE_KEYS = ['interval', 'cron'] as const;
 const FIELD_KEYS = [
   'name',
   ...PROBE_KEYS,
@@ -33,8 +33,12 @@ const FIELD_KEYS = [
   'max_output',
 ] as const;
 export const CHECK_KEYS = [...FIELD_KEYS, 'use', 'args'] as const;
-const TEMPLATE_KEYS = FIELD_KEYS.filter((k) => k !== 'name');
-const ACTIONS: readonly CheckAction[] = ['restart', 'stop', 'none'];
+export const TEMPLATE_KEYS = FIELD_KEYS.filter((k) => k !== 'name');
+export const ACTIONS: readonly CheckAction[] = ['restart', 'stop', 'none'];
+/** `tcp:` host:port, `process:` a comm, `established.process`: a comm or program base name. */
+export const TCP_TARGET = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):([0-9]{1,5})$/;
+export const PROCESS_COMM = /^[^/\0\n]{1,15}$/;
+export const PROCESS_NAME = /^[A-Za-z0-9_.+@-]{1,64}$/;
 
 /** A named check template from the library file, kept raw so entries can override fields. */
 export interface CheckTemplate {
@@ -257,7 +261,7 @@ function readProbe(r: Reader, m: Mapping, where: Where): CheckProbe | undefined 
     }
     case 'process': {
       const comm = r.string(m.process, at('process'), {
-        pattern: /^[^/\0\n]{1,15}$/,
+        pattern: PROCESS_COMM,
         what: 'a process name as in /proc/<pid>/comm (at most 15 characters, no "/")',
       });
       return comm === undefined ? undefined : { kind: 'process', comm };
@@ -280,7 +284,7 @@ function readEstablished(r: Reader, value: unknown, where: Where): CheckProbe | 
     m.process === undefined
       ? undefined
       : r.string(m.process, at('process'), {
-          pattern: /^[A-Za-z0-9_.+@-]{1,64}$/,
+          pattern: PROCESS_NAME,
           what: 'a process name (its comm, or the base name of its program or script)',
         });
   const list = m.ports === undefined ? undefined : r.list(m.ports, at('ports'));
@@ -293,7 +297,7 @@ function readEstablished(r: Reader, value: unknown, where: Where): CheckProbe | 
 function readTcp(r: Reader, value: unknown, where: Where): CheckProbe | undefined {
   const text = r.string(value, where);
   if (text === undefined) return undefined;
-  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):([0-9]{1,5})$/.exec(text);
+  const m = TCP_TARGET.exec(text);
   const port = m ? Number(m[3]) : NaN;
   if (!m || port < 1 || port > 65535) {
     r.fail(where, `${JSON.stringify(text)} is not "host:port" (e.g. 127.0.0.1:5672 or [::1]:5672)`);

@@ -78,7 +78,7 @@ export function readUlimits(r: Reader, v: unknown, w: Where): Ulimit[] | undefin
   return ok ? out.sort(byKey((u) => u.name)) : undefined;
 }
 
-const SYSCTL_KEY = /^[a-z0-9_]+(?:\.[A-Za-z0-9_-]+)+$/;
+export const SYSCTL_KEY = /^[a-z0-9_]+(?:\.[A-Za-z0-9_-]+)+$/;
 
 /** The System V IPC sysctls that live in the IPC namespace (besides fs.mqueue.*). */
 const IPC_SYSCTLS: ReadonlySet<string> = new Set([

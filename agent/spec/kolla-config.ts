@@ -15,10 +15,10 @@ export const CONFIG_DEFAULTS = { owner: 'root', mode: '0600' } as const;
 export const OWNER = /^[a-z_][a-z0-9_-]*(?::[a-z_][a-z0-9_-]*)?$/;
 // set_configs turns "0755" into 0o755 by putting "o" after the first digit, so
 // "2750" would become "2o750", which Python refuses: no setuid/setgid/sticky bits.
-const MODE = /^0?[0-7]{3}$/;
-const PERM = /^0[0-7]{3}$/;
-const FORMATS = ['ini', 'yaml', 'json', 'text'] as const;
-const CONFIG_KEYS = [
+export const MODE = /^0?[0-7]{3}$/;
+export const PERM = /^0[0-7]{3}$/;
+export const FORMATS = ['ini', 'yaml', 'json', 'text'] as const;
+export const CONFIG_KEYS = [
   'template',
   'dest',
   'container_path',
@@ -29,9 +29,9 @@ const CONFIG_KEYS = [
   'merge',
   'preserve_properties',
 ] as const;
-const PERMISSION_KEYS = ['path', 'owner', 'perm', 'recurse'] as const;
+export const PERMISSION_KEYS = ['path', 'owner', 'perm', 'recurse'] as const;
 /** Glob characters set_configs expands in a permissions path. */
-const GLOB_PATH = /^\/[A-Za-z0-9_.*?[\]/@+-]*$/;
+export const GLOB_PATH = /^\/[A-Za-z0-9_.*?[\]/@+-]*$/;
 
 function formatFromName(dest: string): ConfigFileSpec['format'] {
   const ext = /\.([A-Za-z0-9]+)$/.exec(dest)?.[1]?.toLowerCase();

@@ -12,11 +12,11 @@ export const PROPAGATIONS: readonly Propagation[] = [
   'rslave',
   'slave',
 ];
-const BIND_KEYS = ['source', 'target', 'read_only', 'propagation'] as const;
-const TMPFS_KEYS = ['target', 'options'] as const;
-const DEVICE_KEYS = ['host', 'container', 'permissions'] as const;
-const PERMISSIONS = /^(?!.*(.).*\1)[rwm]{1,3}$/;
-const TMPFS_OPTIONS = /^[A-Za-z0-9_]+(=[^,\s]+)?(,[A-Za-z0-9_]+(=[^,\s]+)?)*$/;
+export const BIND_KEYS = ['source', 'target', 'read_only', 'propagation'] as const;
+export const TMPFS_KEYS = ['target', 'options'] as const;
+export const DEVICE_KEYS = ['host', 'container', 'permissions'] as const;
+export const DEVICE_PERMISSIONS = /^(?!.*(.).*\1)[rwm]{1,3}$/;
+export const TMPFS_OPTIONS = /^[A-Za-z0-9_]+(=[^,\s]+)?(,[A-Za-z0-9_]+(=[^,\s]+)?)*$/;
 
 function parseBindShort(r: Reader, text: string, where: Where): BindMount | undefined {
   const parts = text.split(':');
@@ -123,7 +123,7 @@ function parseDevice(r: Reader, item: unknown, where: Where): DeviceMapping | un
     const host = r.absPath(parts[0], where);
     const container = parts[1] === undefined ? host : r.absPath(parts[1], where);
     const permissions = parts[2] ?? 'rwm';
-    if (!PERMISSIONS.test(permissions)) {
+    if (!DEVICE_PERMISSIONS.test(permissions)) {
       r.fail(where, `permissions ${JSON.stringify(permissions)} must be a combination of r, w, m`);
       return undefined;
     }
@@ -147,7 +147,7 @@ function parseDevice(r: Reader, item: unknown, where: Where): DeviceMapping | un
   let permissions = 'rwm';
   if (m.permissions !== undefined) {
     const p = r.string(m.permissions, r.child(m, 'permissions', where), {
-      pattern: PERMISSIONS,
+      pattern: DEVICE_PERMISSIONS,
       what: 'a combination of r, w, m',
     });
     if (p === undefined) return undefined;
@@ -175,43 +175,48 @@ function parseList<T>(
   return ok ? out : undefined;
 }
 
-export interface Mounts {
-  binds: BindMount[];
-  tmpfs: TmpfsMount[];
-  devices: DeviceMapping[];
+/** Targets mounted so far in one container (bind or tmpfs) -> the path of the entry that mounts it. */
+export type MountTargets = Map<string, string>;
+
+function unique<T>(
+  r: Reader,
+  items: { item: T; where: Where }[],
+  key: (t: T) => string,
+  seen: Map<string, string>,
+  message: (k: string, first: string) => string,
+): boolean {
+  let ok = true;
+  for (const { item, where } of items) {
+    const k = key(item);
+    const first = seen.get(k);
+    if (first !== undefined) {
+      r.fail(where, message(k, first));
+      ok = false;
+    } else seen.set(k, where.path);
+  }
+  return ok;
 }
 
-/** Reads the three mount lists of a container; undefined fields default to []. */
-export function readMounts(
-  r: Reader,
-  raw: { binds?: unknown; tmpfs?: unknown; devices?: unknown },
-  at: (key: 'binds' | 'tmpfs' | 'devices') => Where,
-): Partial<Mounts> {
-  const binds = raw.binds === undefined ? [] : parseList(r, raw.binds, at('binds'), parseBind);
-  const tmpfs = raw.tmpfs === undefined ? [] : parseList(r, raw.tmpfs, at('tmpfs'), parseTmpfs);
-  const devices = raw.devices === undefined ? [] : parseList(r, raw.devices, at('devices'), parseDevice);
+const mounted = (t: string, first: string): string => `target ${t} is already mounted by ${first}`;
 
-  let ok = binds !== undefined && tmpfs !== undefined && devices !== undefined;
-  const targets = new Map<string, string>();
-  for (const { item, where } of [...(binds ?? []), ...(tmpfs ?? [])]) {
-    const first = targets.get(item.target);
-    if (first !== undefined) {
-      r.fail(where, `target ${item.target} is already mounted by ${first}`);
-      ok = false;
-    } else targets.set(item.target, where.path);
-  }
-  const devicePaths = new Map<string, string>();
-  for (const { item, where } of devices ?? []) {
-    const first = devicePaths.get(item.container);
-    if (first !== undefined) {
-      r.fail(where, `container path ${item.container} is already used by ${first}`);
-      ok = false;
-    } else devicePaths.set(item.container, where.path);
-  }
-  if (!ok || !binds || !tmpfs || !devices) return {};
-  return {
-    binds: binds.map((b) => b.item).sort(byKey((b) => b.target)),
-    tmpfs: tmpfs.map((t) => t.item).sort(byKey((t) => t.target)),
-    devices: devices.map((d) => d.item).sort(byKey((d) => d.container)),
-  };
+/** `binds:`, sorted by target; a target mounted twice (here or by tmpfs read after) is refused. */
+export function readBinds(r: Reader, v: unknown, w: Where, targets: MountTargets): BindMount[] | undefined {
+  const list = parseList(r, v, w, parseBind);
+  if (!list || !unique(r, list, (b) => b.target, targets, mounted)) return undefined;
+  return list.map((b) => b.item).sort(byKey((b) => b.target));
+}
+
+/** `tmpfs:`, sorted by target; read after binds, whose targets it must not mount again. */
+export function readTmpfs(r: Reader, v: unknown, w: Where, targets: MountTargets): TmpfsMount[] | undefined {
+  const list = parseList(r, v, w, parseTmpfs);
+  if (!list || !unique(r, list, (t) => t.target, targets, mounted)) return undefined;
+  return list.map((t) => t.item).sort(byKey((t) => t.target));
+}
+
+/** `devices:`, sorted by container path, each container path once. */
+export function readDevices(r: Reader, v: unknown, w: Where): DeviceMapping[] | undefined {
+  const list = parseList(r, v, w, parseDevice);
+  const used = (p: string, first: string): string => `container path ${p} is already used by ${first}`;
+  if (!list || !unique(r, list, (d) => d.container, new Map(), used)) return undefined;
+  return list.map((d) => d.item).sort(byKey((d) => d.container));
 }

@@ -9,8 +9,8 @@ import type { Where } from './where.js';
 /** One set file (a tree of sets) -> SetSpec. */
 
 export const SET_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const ROOT_KEYS = ['set', 'description', 'defaults', 'containers', 'sets'] as const;
-const SUBSET_KEYS = ['description', 'defaults', 'containers', 'sets'] as const;
+export const ROOT_KEYS = ['set', 'description', 'defaults', 'containers', 'sets'] as const;
+export const SUBSET_KEYS = ['description', 'defaults', 'containers', 'sets'] as const;
 
 export interface SetContext {
   readonly library: CheckLibrary | undefined;

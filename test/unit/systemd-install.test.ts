@@ -33,6 +33,13 @@ describe('scripts/install-unit.sh --root', () => {
     const shipped = tree(join(REPO, 'container-sets')).filter((f) => f.endsWith('.yaml'));
     const installed = tree(join(root, 'etc/spcd/container-sets')).filter((f) => f.endsWith('.yaml'));
     expect(installed.sort()).toEqual(shipped.sort());
+    // the schemas the sets name on their first line are installed next to them
+    const schemas = tree(join(REPO, 'container-sets')).filter((x) => x.endsWith('.schema.json'));
+    expect(schemas).toHaveLength(2);
+    for (const f of schemas)
+      expect(readFileSync(join(root, 'etc/spcd/container-sets', f), 'utf8'), f).toBe(
+        readFileSync(join(REPO, 'container-sets', f), 'utf8'),
+      );
 
     // the operator edits overrides.yaml; a second run keeps it and reports no change
     writeFileSync(join(root, 'etc/spcd/overrides.yaml'), 'globals: {my_ip: 192.0.2.10}\n');
