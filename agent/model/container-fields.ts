@@ -14,7 +14,7 @@ import { custom, type FieldDef, type ValueOf } from './field-kinds.js';
 export type { FieldDef, ValueKind, CustomReaderName, CustomKind } from './field-kinds.js';
 
 /**
- * The container options, one row each (docs/decisions/0017-field-table-h-fields.md).
+ * The container options, one row each (docs/decisions/0019-field-table.md).
  * A row names the YAML key, how its value is read and normalized, its default,
  * whether it is hashed and where it goes in the engine's create body; from the
  * table come the ContainerSpec type (model/spec.ts), the reader (spec/fields.ts),
