@@ -175,6 +175,10 @@ export class FakeEngine implements Engine {
     this.dead = true;
   }
 
+  killed(): boolean {
+    return this.dead;
+  }
+
   revive(): void {
     this.dead = false;
   }

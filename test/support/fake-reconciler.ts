@@ -6,7 +6,7 @@ import type { ContainerSpec } from '../../agent/model/spec.js';
 import type { DesiredContainer } from '../../agent/planner/types.js';
 import { HealthSync, type HealthPort } from '../../agent/reconciler/health-sync.js';
 import { Reconciler } from '../../agent/reconciler/reconciler.js';
-import type { FakeProcess} from './fake-executor.js';
+import type { FakeProcess } from './fake-executor.js';
 import { INSTANCE } from './fake-executor.js';
 
 /** The health room in memory: records watches; a test fires a check's action by hand. */
