@@ -61,6 +61,7 @@ interface ArmedFault {
 
 interface Hung {
   readonly kind: CallKind;
+  readonly resolve: () => void;
   readonly reject: (e: Error) => void;
 }
 
@@ -129,10 +130,21 @@ export class FakeEngine implements Engine {
     return this.hung.map((h) => h.kind);
   }
 
-  /** Ends every hanging call as its deadline would: ENGINE_TIMEOUT. */
-  releaseHung(): void {
-    for (const h of this.hung.splice(0))
+  /** Ends every hanging call (of a kind) as its deadline would: ENGINE_TIMEOUT. */
+  releaseHung(kind?: CallKind): void {
+    for (const h of this.takeHung(kind))
       h.reject(new SpcdError('ENGINE_TIMEOUT', `${h.kind} passed its deadline`));
+  }
+
+  /** Lets every hanging call (of a kind) go on: it answers late (a listing with what it saw when it began). */
+  answerHung(kind?: CallKind): void {
+    for (const h of this.takeHung(kind)) h.resolve();
+  }
+
+  private takeHung(kind: CallKind | undefined): Hung[] {
+    const taken = this.hung.filter((h) => kind === undefined || h.kind === kind);
+    for (const h of taken) this.hung.splice(this.hung.indexOf(h), 1);
+    return taken;
   }
 
   /** Containers of this image exit with `code` right after each start. */
@@ -194,10 +206,12 @@ export class FakeEngine implements Engine {
   }
 
   async listManaged(instance: string, _o?: CallOptions): Promise<ObservedContainer[]> {
-    await this.enter('listManaged', instance);
-    return [...this.containers.values()]
+    // What the engine saw when the call began: a late answer is a stale one.
+    const seen = [...this.containers.values()]
       .filter((c) => c.identity.instance === instance && c.task === undefined)
       .map((c) => this.observe(c));
+    await this.enter('listManaged', instance);
+    return seen;
   }
 
   async listTasks(instance: string, _o?: CallOptions): Promise<TaskContainer[]> {
@@ -355,7 +369,8 @@ export class FakeEngine implements Engine {
       }
       if (a.remaining !== undefined) this.faults.splice(i, 1);
       if ('fail' in a.fault) throw a.fault.fail;
-      await new Promise<never>((_resolve, reject) => this.hung.push({ kind, reject }));
+      await new Promise<void>((resolve, reject) => this.hung.push({ kind, resolve, reject }));
+      return;
     }
   }
 

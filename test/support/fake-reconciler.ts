@@ -83,15 +83,39 @@ export function fakeReconciler(
   return { rec, room, sync };
 }
 
-/** Lets every promise that can settle now settle (the fake engine answers asynchronously). */
+/** Lets every promise that can settle now settle, and pending I/O callbacks (state and journal files) run. */
 export async function settle(rounds = 20): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setTimeout(r, 0));
 }
 
-/** Advances the fake clock in steps, letting each step's promises settle. */
+/** Advances the fake clock in steps, letting each step's promises and I/O settle. */
 export async function run(clock: { advance(ms: number): void }, ms: number, step = 500): Promise<void> {
   for (let t = 0; t < ms; t += step) {
     clock.advance(step);
     await settle(5);
+  }
+}
+
+/**
+ * Advances the fake clock `stepMs` at a time until `cond` holds; resolves
+ * with the fake time that took. Fails past `maxFakeMs` of fake time or 10 s
+ * of real time (the machine may be slow; the fake clock is not).
+ */
+export async function until(
+  clock: { advance(ms: number): void },
+  what: string,
+  cond: () => boolean,
+  opts: { stepMs?: number; maxFakeMs?: number } = {},
+): Promise<number> {
+  const step = opts.stepMs ?? 10;
+  const max = opts.maxFakeMs ?? 60_000;
+  const deadline = Date.now() + 10_000;
+  for (let fake = 0; ; fake += step) {
+    await settle(3);
+    if (cond()) return fake;
+    if (fake > max || Date.now() > deadline)
+      throw new Error(`gave up waiting for ${what} (${fake} ms of fake time)`);
+    clock.advance(step);
   }
 }
