@@ -4,7 +4,7 @@ import { DaemonStatus } from '../../agent/daemon/status-view.js';
 import type { BackoffPolicy } from '../../agent/model/backoff.js';
 import type { SpcdEvent } from '../../agent/model/events.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
-import type { Reconciler } from '../../agent/reconciler/reconciler.js';
+import type { OperationKind, Reconciler } from '../../agent/reconciler/reconciler.js';
 import { FakeProcess, INSTANCE } from '../support/fake-executor.js';
 import {
   desired,
@@ -198,12 +198,7 @@ describe('an operator verb racing a heal', () => {
 
   it("while an operator's upgrade holds it, a failing check is ignored (no heal later) and the status is upgrading", async () => {
     const { p, rec, room, id } = await started(CHECKED);
-    let release!: () => void;
-    const held = rec.runExclusive(
-      'svc',
-      { id: 'upgrade-1', kind: 'upgrade' },
-      () => new Promise<void>((r) => (release = r)),
-    );
+    const { held, release } = hold(rec, 'upgrade');
     expect(statusOf(p, rec)).toBe('upgrading');
     room.fire('svc', id, 'restart');
     expect(rec.factsOf('svc').pendingHeal).toBeNull();
@@ -217,18 +212,24 @@ describe('an operator verb racing a heal', () => {
 
   it('an operator stop holding it shows the container as it is, not upgrading', async () => {
     const { p, rec } = await started(SVC);
-    let release!: () => void;
-    const held = rec.runExclusive(
-      'svc',
-      { id: 'stop-1', kind: 'stop' },
-      () => new Promise<void>((r) => (release = r)),
-    );
+    const { held, release } = hold(rec, 'stop');
     expect(statusOf(p, rec)).toBe('running');
     release();
     await held;
     await settle();
   });
 });
+
+/** An operator's operation of this kind holds svc until release(). */
+function hold(rec: Reconciler, kind: OperationKind): { held: Promise<void>; release: () => void } {
+  let release!: () => void;
+  const held = rec.runExclusive(
+    'svc',
+    { id: `${kind}-1`, kind },
+    () => new Promise<void>((r) => (release = r)),
+  );
+  return { held, release };
+}
 
 function statusOf(p: FakeProcess, rec: Reconciler): string | undefined {
   const view = new DaemonStatus({
