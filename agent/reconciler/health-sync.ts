@@ -28,8 +28,6 @@ export interface SyncItem {
 
 /** One watch per started instance: a restart keeps the container's id but starts a new start period. */
 const instanceOf = (c: ObservedContainer): string => `${c.id}@${c.startedAt}`;
-/** A watch an operation placed never counts as the pass's own: the first free pass watches afresh. */
-const OPERATION = 'operation:';
 
 /**
  * The only owner of health watches, and the only builder of a watch target.
@@ -38,7 +36,12 @@ const OPERATION = 'operation:';
  * watch through the same object, as the executor's HealthGate.
  */
 export class HealthSync implements HealthGate {
-  /** The instance each container's watch was placed for. */
+  /**
+   * The instance the passes last watched, per container. An operation's
+   * watch does not change it: the first free pass after an upgrade watches the
+   * new instance afresh, and after a rollback that pointed the watch back at
+   * the instance the pass had watched, keeps it.
+   */
   private readonly watched = new Map<string, string>();
 
   constructor(
@@ -63,7 +66,8 @@ export class HealthSync implements HealthGate {
         continue;
       }
       if (was !== undefined) this.health.unwatch(spec.name);
-      this.place(spec, p, instanceOf(p));
+      this.watched.set(spec.name, instanceOf(p));
+      this.place(spec, p);
     }
     for (const name of [...this.watched.keys()]) if (!live.has(name)) this.unwatch(name);
   }
@@ -76,9 +80,7 @@ export class HealthSync implements HealthGate {
   // The executor's HealthGate.
 
   watchInstance(spec: WatchedSpec, c: ObservedContainer): void {
-    // Re-pointing at the instance the pass already watches keeps it the pass's own.
-    const key = this.watched.get(spec.name) === instanceOf(c) ? instanceOf(c) : OPERATION + instanceOf(c);
-    this.place(spec, c, key);
+    this.place(spec, c);
   }
 
   unwatch(name: string): void {
@@ -98,8 +100,8 @@ export class HealthSync implements HealthGate {
     return this.health.waitHealthy(name, containerId, deadlineMs, signal);
   }
 
-  private place(spec: WatchedSpec, c: ObservedContainer, key: string): void {
-    this.watched.set(spec.name, key);
+  /** The one builder of a watch target. */
+  private place(spec: WatchedSpec, c: ObservedContainer): void {
     this.health.watch({
       name: spec.name,
       containerId: c.id,
