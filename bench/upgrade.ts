@@ -33,6 +33,7 @@ import type { ExecutorDeps } from '../agent/executor/ports.js';
 import { createContainer } from '../agent/executor/simple.js';
 import { upgradeContainer, type UpgradeResult } from '../agent/executor/upgrade.js';
 import { HealthManager } from '../agent/health/manager.js';
+import { HealthSync } from '../agent/reconciler/health-sync.js';
 import { createLogger } from '../agent/log.js';
 import { systemClock } from '../agent/model/clock.js';
 import { EventBus, type SpcdEvent } from '../agent/model/events.js';
@@ -134,7 +135,7 @@ async function main(): Promise<void> {
     engine,
     state,
     journal,
-    health,
+    health: new HealthSync(health, systemClock),
     preparer: new MountPreparer(join(ROOT, 'healthchecks'), NO_CONFIG),
     vms: new ProcVmProbe(),
     events,

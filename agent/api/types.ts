@@ -13,7 +13,7 @@ export type ContainerState =
   | 'crash-looping' // restarted too often in the window; still retried, slowly
   | 'failed' // spcd cannot make progress (e.g. bootstrap failed, image missing)
   | 'missing' // defined, not yet created
-  | 'upgrading'
+  | 'upgrading' // an operator's upgrade, rollback or set upgrade holds it
   | 'quarantined' // its journal entry could not be finished or undone; left alone until an operator clears it
   | 'unknown'; // engine unavailable
 

@@ -10,7 +10,7 @@ import type { PullPolicy } from '../executor/image.js';
 import { upgradeContainer, type UpgradeResult } from '../executor/upgrade.js';
 import { vmSafetyRefused } from '../executor/guard.js';
 import { censusAfter, censusBefore } from '../executor/census.js';
-import type { Reconciler } from '../reconciler/reconciler.js';
+import type { OperationKind, Reconciler } from '../reconciler/reconciler.js';
 import type { Operations } from './operations.js';
 
 export interface ActionDeps {
@@ -63,7 +63,7 @@ export class DaemonActions implements Actions {
 
   /** Takes the container's lock now (CONFLICT at once when held), answers with the ref, runs in the background. */
   private begin(
-    kind: string,
+    kind: OperationKind,
     name: string,
     fn: (opId: string) => Promise<Record<string, unknown> | void>,
   ): OperationRef {
@@ -73,7 +73,7 @@ export class DaemonActions implements Actions {
       id,
       kind,
       name,
-      this.d.reconciler.runExclusive(name, id, () => fn(id)),
+      this.d.reconciler.runExclusive(name, { id, kind }, () => fn(id)),
     );
   }
 
@@ -140,9 +140,7 @@ export class DaemonActions implements Actions {
     this.checkGeneration(name, opts.expectedGeneration);
     return this.begin('start', name, async () => {
       await this.d.exec.state.setHeldStopped(name, false);
-      const f = this.d.reconciler.factsOf(name);
-      f.failed = null;
-      f.pendingHeal = null;
+      this.d.reconciler.clearFailure(name);
       const p = this.d.reconciler.primary(name);
       if (p && !isRunning(p)) await this.d.exec.engine.start(p.id);
       return { generation: p?.identity.generation ?? 0 };
@@ -261,7 +259,7 @@ export class DaemonActions implements Actions {
           ? this.d.exec.state.generation(name, current.identity.generation)?.spec
           : undefined;
         try {
-          const r = (await this.d.reconciler.runExclusive(name, id, () =>
+          const r = (await this.d.reconciler.runExclusive(name, { id, kind: 'set-upgrade' }, () =>
             this.applySpec(id, 'upgrade', target, {}),
           )) as unknown as UpgradeResult;
           changed[name] = r.generation;
@@ -270,7 +268,9 @@ export class DaemonActions implements Actions {
           // Stop at the first failure and roll back what the set changed, newest first.
           for (const prev of done.reverse()) {
             await this.d.reconciler
-              .runExclusive(prev.name, id, () => this.applySpec(id, 'rollback', prev.previous, {}))
+              .runExclusive(prev.name, { id, kind: 'set-upgrade' }, () =>
+                this.applySpec(id, 'rollback', prev.previous, {}),
+              )
               .catch(() => undefined);
           }
           throw new SpcdError(

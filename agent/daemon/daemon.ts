@@ -11,6 +11,7 @@ import { HealthManager } from '../health/manager.js';
 import { envFailpoint } from '../executor/failpoint.js';
 import { resolveImage } from '../executor/image.js';
 import type { ExecutorDeps } from '../executor/ports.js';
+import { HealthSync } from '../reconciler/health-sync.js';
 import { Reconciler } from '../reconciler/reconciler.js';
 import { loadDesired } from '../spec/load.js';
 import { ReloadRetry } from './reload-retry.js';
@@ -132,11 +133,13 @@ export async function buildDaemon(
   }
   const config: ConfigPort = opts.config ?? templateConfig;
   const health = new HealthManager({ exec: engine, clock, log: log.child({ room: 'health' }) });
+  // The only owner of health watches: the reconciler's passes and the executor's health gate.
+  const healthSync = new HealthSync(health, clock);
   const exec: ExecutorDeps = {
     engine,
     state,
     journal,
-    health,
+    health: healthSync,
     preparer: new MountPreparer(settings.healthchecksDir, config),
     vms: new ProcVmProbe(),
     events,
@@ -152,7 +155,7 @@ export async function buildDaemon(
   const reconciler = new Reconciler({
     engine,
     exec,
-    health,
+    health: healthSync,
     events,
     log: log.child({ room: 'reconciler' }),
     clock,

@@ -20,7 +20,7 @@ import type {
 import type { LogEngine } from '../engine/types.js';
 import type { HealthSnapshot } from '../health/types.js';
 import type { Plan } from '../planner/types.js';
-import type { Reconciler } from '../reconciler/reconciler.js';
+import { isUpgrade, type Reconciler } from '../reconciler/reconciler.js';
 import type { StateStore } from '../state/store.js';
 import { CensusLedger } from './census-ledger.js';
 import { generationDiff, generationView, type ConfigVersions } from './generation-diff.js';
@@ -158,7 +158,7 @@ export class DaemonStatus implements StatusView {
     const censusError = this.census.error(name);
     let state: ContainerState;
     if (!r.engineStatus().available) state = 'unknown';
-    else if (f.operation && !f.operation.startsWith('reconcile-')) state = 'upgrading';
+    else if (isUpgrade(f.operation)) state = 'upgrading';
     else if (q) state = 'quarantined';
     else if (f.failed) state = 'failed';
     else if (!p) state = rec?.heldStopped ? 'stopped' : 'missing';
@@ -192,7 +192,7 @@ export class DaemonStatus implements StatusView {
               : null,
       specHash: desired?.specHash ?? '',
       configHash: desired?.configHash ?? 'none',
-      operation: f.operation,
+      operation: f.operation?.id ?? null,
       ...untouchedOf(r.currentPlan(), name),
       ...(census ? { census } : {}),
     };

@@ -132,18 +132,28 @@ export class DockerEngine implements Engine {
       wanted.push({ id: item.Id, key: `${item.State}|${item.Status.startsWith('Up') ? 'up' : item.Status}` });
     }
     // Inspect what changed since the last list, a few at a time (adoption of 200 containers).
-    const stale = wanted.filter((w) => this.inspectCache.get(w.id)?.key !== w.key);
+    // The answer is built from what this listing holds, not the cache: an event may drop a
+    // cache entry while the inspects are out, and the container must not vanish from the list.
+    const found = new Map<string, ObservedContainer | undefined>();
+    const stale: typeof wanted = [];
+    for (const w of wanted) {
+      const cached = this.inspectCache.get(w.id);
+      if (cached?.key === w.key) found.set(w.id, cached.value);
+      else stale.push(w);
+    }
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < stale.length) {
         const w = stale[next++]!;
-        this.inspectCache.set(w.id, { key: w.key, value: await this.inspect(w.id, o) });
+        const value = await this.inspect(w.id, o);
+        found.set(w.id, value);
+        this.inspectCache.set(w.id, { key: w.key, value });
       }
     };
     await Promise.all(Array.from({ length: Math.min(INSPECT_PARALLEL, stale.length) }, worker));
     const out: ObservedContainer[] = [];
     for (const w of wanted) {
-      const value = this.inspectCache.get(w.id)?.value;
+      const value = found.get(w.id);
       if (value) out.push(value);
     }
     for (const id of this.inspectCache.keys()) if (!seen.has(id)) this.inspectCache.delete(id);

@@ -1,29 +1,22 @@
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { EventBus } from '../model/events.js';
-import type { CheckSpec, ContainerSpec, NetworkMode, PidMode } from '../model/spec.js';
+import type { ObservedContainer } from '../model/observed.js';
+import type { ContainerSpec } from '../model/spec.js';
 import type { ContainerEngine, ImageEngine, ExecEngine, LogEngine, RegistryAuth } from '../engine/types.js';
 import type { ConfigFileDigest, StateStore } from '../state/store.js';
 import type { Journal } from '../state/journal.js';
 import type { Failpoint } from './failpoint.js';
 
-/** The container instance the gate watches (the health room's WatchTarget, structurally). */
-export interface GateTarget {
-  readonly name: string;
-  readonly containerId: string;
-  readonly pid: number;
-  readonly network: NetworkMode;
-  readonly pidMode: PidMode;
-  readonly startedAtMs: number;
-  readonly checks: readonly CheckSpec[];
-}
+/** What of a spec a health watch needs. */
+export type WatchedSpec = Pick<ContainerSpec, 'name' | 'network' | 'pid' | 'healthchecks'>;
 
-/** What the executor needs from the health room. */
+/** What the executor needs from the health room (the reconciler's HealthSync, which owns every watch). */
 export interface HealthGate {
   pause(name: string): void;
   resume(name: string): void;
-  /** (Re)points the checks of `name` at this instance; the gate watches the new generation itself. */
-  watch(target: GateTarget): void;
+  /** (Re)points the checks of `spec` at this running instance; the gate watches the new generation itself. */
+  watchInstance(spec: WatchedSpec, c: ObservedContainer): void;
   unwatch(name: string): void;
   /** deadlineMs is absolute, on the injected clock. */
   waitHealthy(name: string, containerId: string, deadlineMs: number, signal?: AbortSignal): Promise<void>;

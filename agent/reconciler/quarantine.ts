@@ -1,8 +1,10 @@
+import { toSpcdError, type SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { EventBus } from '../model/events.js';
 import type { QuarantinedEntry } from '../executor/recover.js';
 import type { JournalHold } from '../planner/types.js';
+import type { Journal } from '../state/journal.js';
 
 export interface Quarantine extends QuarantinedEntry {
   /** When it was quarantined (or its reason last changed), on the injected clock. */
@@ -50,6 +52,23 @@ export class QuarantineBook {
       to: 'recovered',
       reason: why,
     });
+  }
+
+  /** An operation that failed and left its journal entry (a rollback that could not finish) quarantines its container. */
+  async afterFailure(name: string, e: SpcdError, journal: Pick<Journal, 'fileOf' | 'read'>): Promise<void> {
+    if (this.get(name)) return;
+    const file = journal.fileOf(name);
+    try {
+      const entry = await journal.read(name);
+      if (entry) this.add({ container: name, file, reason: `${e.code}: ${e.message}`, entry });
+    } catch (err) {
+      this.add({
+        container: name,
+        file,
+        reason: `malformed journal entry: ${toSpcdError(err).message}`,
+        entry: undefined,
+      });
+    }
   }
 
   get(container: string): Quarantine | undefined {

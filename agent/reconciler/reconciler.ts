@@ -1,64 +1,42 @@
 import { randomUUID } from 'node:crypto';
 import { SpcdError, toSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
-import {
-  DEFAULT_BACKOFF,
-  FRESH_BACKOFF,
-  isCrashLooping,
-  recordFailure,
-  recordStart,
-  type BackoffPolicy,
-  type BackoffState,
-} from '../model/backoff.js';
+import { DEFAULT_BACKOFF, type BackoffPolicy } from '../model/backoff.js';
 import type { Clock } from '../model/clock.js';
 import type { EventBus } from '../model/events.js';
-import { isRunning, type ObservedContainer } from '../model/observed.js';
-import type { ContainerEngine, EventEngine, EngineEvent, EventSubscription } from '../engine/types.js';
+import type { ObservedContainer } from '../model/observed.js';
+import type { ContainerEngine, EventEngine } from '../engine/types.js';
 import { plan, pickPrimary } from '../planner/plan.js';
 import type { DesiredContainer, Plan, RuntimeFacts, Step } from '../planner/types.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { recoverJournal, retryQuarantined } from '../executor/recover.js';
 import { prepareStart } from '../executor/startup.js';
-import { createContainer, removeContainer, startContainer } from '../executor/simple.js';
-import { upgradeContainer } from '../executor/upgrade.js';
-import type { HealthAction, WatchTarget } from '../health/types.js';
+import { EngineWatch, ENGINE_RETRY_MS } from './engine-watch.js';
+import { Heals } from './heal.js';
+import type { HealthSync } from './health-sync.js';
+import { ContainerLedger, type LedgerEntry } from './ledger.js';
+import { ContainerLocks, type HeldOperation } from './locks.js';
 import { QuarantineBook } from './quarantine.js';
+import { noteExits, type ExitDeps } from './exits.js';
+import { PassLoop } from './pass-loop.js';
+import { restrict, runtimeFacts, UntouchedLog } from './plan-input.js';
+import { giveUpReason, runStep, stepContainer } from './steps.js';
+
+export type { HealthPort } from './health-sync.js';
+export { isUpgrade, type HeldOperation, type OperationKind } from './locks.js';
 
 export type Lifecycle = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
-/** What the reconciler needs of the health room. */
-export interface HealthPort {
-  watch(target: WatchTarget): void;
-  unwatch(name: string): void;
-  update(
-    name: string,
-    patch: { containerId?: string; dockerHealth?: ObservedContainer['dockerHealth'] },
-  ): void;
-  onAction(listener: (a: HealthAction) => void): () => void;
-}
-
-export interface ContainerFacts {
-  backoff: BackoffState;
-  /** The operation holding the container, if any. */
-  operation: string | null;
-  failed: string | null;
-  lastError: { code: string; message: string; at: number } | null;
-  restartCount: number;
-  /** finishedAt of the last exit already counted. */
-  lastExitSeen: string;
-  pendingHeal: { reason: string } | null;
-  /**
-   * The listing number current when the last operation on it ended. A pass
-   * whose listing began at or before that number saw the container while it
-   * was held, so it neither counts an exit from it nor acts on it.
-   */
-  releasedAtListing: number;
+/** One container's facts as the status view reads them: its ledger entry and what holds it. */
+export interface ContainerFacts extends LedgerEntry {
+  readonly operation: HeldOperation | null;
 }
 
 export interface ReconcilerDeps {
   readonly engine: ContainerEngine & EventEngine;
   readonly exec: ExecutorDeps;
-  readonly health: HealthPort;
+  /** The only owner of health watches; the executor's health gate is the same object. */
+  readonly health: HealthSync;
   readonly events: EventBus;
   readonly log: Logger;
   readonly clock: Clock;
@@ -83,7 +61,6 @@ export interface Hold {
   readonly derive: (observed: readonly ObservedContainer[]) => DesiredContainer[];
 }
 
-const ENGINE_RETRY_MS = 1_000;
 const MAX_PARALLEL_TASKS = 4;
 
 /**
@@ -92,36 +69,70 @@ const MAX_PARALLEL_TASKS = 4;
  * never overlap. Each step runs as a task holding its container, so a long
  * upgrade does not delay another container's restart. Events are hints: a
  * lost stream triggers a re-list, never an action.
+ *
+ * Its parts, each the only writer of what it keeps: the engine watch
+ * (availability, events, listings), the locks (who holds a container), the
+ * ledger (exits, restarts, backoff, failure), health sync (the watches), the
+ * heals, and the quarantine book.
  */
 export class Reconciler {
   private lifecycle: Lifecycle = 'new';
   private desired: DesiredContainer[] = [];
   private observed: ObservedContainer[] = [];
-  private readonly facts = new Map<string, ContainerFacts>();
   private readonly tasks = new Set<Promise<void>>();
-  private readonly watched = new Map<string, string>();
-  private engineAvailable = false;
-  private engineReason = 'not yet contacted';
-  private passRunning = false;
-  private passQueued = false;
-  private cancelTimer: (() => void) | undefined;
-  private subscription: EventSubscription | undefined;
   private unsubscribeHealth: (() => void) | undefined;
   private lastPlan: Plan = { steps: [], waiting: [] };
-  /** Containers left as they are (a newer spcd's labels) already logged, with the reason logged. */
-  private untouchedLogged = new Map<string, string>();
-  /** Bumped just before each listing of the engine's containers. */
-  private listing = 0;
-  private readonly backoff: BackoffPolicy;
   /** When set, nothing new is created (a blocking preflight failure); running containers are still kept. */
   private createBlock: string | null = null;
   private hold: Hold | null = null;
+  private readonly watch: EngineWatch;
+  private readonly locks: ContainerLocks;
+  private readonly ledger: ContainerLedger;
+  private readonly heals: Heals;
+  private readonly loop: PassLoop;
+  private readonly exitDeps: ExitDeps;
+  private readonly untouched: UntouchedLog;
   /** Containers whose journal entry is unresolved: left alone until an operator clears them. */
   readonly quarantine: QuarantineBook;
 
   constructor(private readonly deps: ReconcilerDeps) {
-    this.backoff = deps.backoff ?? DEFAULT_BACKOFF;
+    this.ledger = new ContainerLedger(deps.backoff ?? DEFAULT_BACKOFF);
     this.quarantine = new QuarantineBook(deps);
+    this.untouched = new UntouchedLog(deps.log);
+    this.watch = new EngineWatch({
+      ...deps,
+      onChange: () => this.trigger(),
+      running: () => this.lifecycle === 'running',
+      stopping: () => this.lifecycle === 'stopping' || this.lifecycle === 'stopped',
+    });
+    this.locks = new ContainerLocks(() => this.watch.listing());
+    this.loop = new PassLoop({
+      clock: deps.clock,
+      body: () => this.pass(),
+      idleMs: deps.relistMs,
+      active: () => this.lifecycle === 'running',
+    });
+    this.exitDeps = {
+      state: deps.exec.state,
+      ledger: this.ledger,
+      events: deps.events,
+      log: deps.log,
+      primary: (name) => this.primary(name),
+      heldDuringListing: (name) => this.locks.heldDuringListing(name),
+    };
+    this.heals = new Heals({
+      engine: deps.exec.engine,
+      ledger: this.ledger,
+      healthSync: deps.health,
+      events: deps.events,
+      log: deps.log,
+      clock: deps.clock,
+      primary: (name) => this.primary(name),
+      held: (name) => this.locks.holder(name) !== null,
+      heldDuringListing: (name) => this.locks.heldDuringListing(name),
+      quarantined: (name) => this.quarantine.get(name) !== undefined,
+      runExclusive: (name, op, fn) => this.runExclusive(name, op, fn),
+    });
   }
 
   get state(): Lifecycle {
@@ -134,8 +145,16 @@ export class Reconciler {
       throw new SpcdError('INTERNAL', `reconciler cannot start from ${this.lifecycle}`);
     this.lifecycle = 'starting';
     this.desired = desired;
-    this.unsubscribeHealth = this.deps.health.onAction((a) => this.onHealthAction(a));
-    await this.waitForEngine();
+    this.unsubscribeHealth = this.deps.health.onAction((a) => {
+      if (!this.heals.noteAction(a)) return;
+      // Act at once when the last observation shows this very instance running: a pass may be
+      // slow to come (its inspect of another container waits while the engine starts that one).
+      const d = this.desired.find((x) => x.spec.name === a.name);
+      if (this.lifecycle === 'running' && d && this.primary(a.name)?.id === a.containerId)
+        this.heals.launch(d, this.deps.clock.now());
+      this.trigger();
+    });
+    await this.watch.waitAvailable();
     await prepareStart(this.deps.exec, desired);
     // Entry by entry: one that cannot be finished or undone is quarantined, the others go on.
     const rec = await recoverJournal(this.deps.exec);
@@ -146,16 +165,16 @@ export class Reconciler {
         'journal recovery done',
       );
     if (this.lifecycle !== 'starting') throw new SpcdError('SHUTTING_DOWN', 'stopped while starting');
-    this.subscribe();
+    this.watch.subscribe();
     this.lifecycle = 'running';
-    await this.pass();
+    await this.loop.run();
   }
 
   async stop(): Promise<void> {
     if (this.lifecycle === 'stopped') return;
     this.lifecycle = 'stopping';
-    this.cancelTimer?.();
-    this.subscription?.close();
+    this.loop.close();
+    this.watch.close();
     this.unsubscribeHealth?.();
     // In-flight operations finish (an upgrade is not abandoned half way); containers keep running.
     await Promise.allSettled([...this.tasks]);
@@ -191,16 +210,11 @@ export class Reconciler {
 
   /** Asks for a pass as soon as possible; coalesces. */
   trigger(): void {
-    if (this.lifecycle !== 'running') return;
-    if (this.passRunning) {
-      this.passQueued = true;
-      return;
-    }
-    this.schedule(0);
+    this.loop.trigger();
   }
 
   engineStatus(): { available: boolean; reason?: string } {
-    return this.engineAvailable ? { available: true } : { available: false, reason: this.engineReason };
+    return this.watch.status();
   }
 
   observedContainers(): readonly ObservedContainer[] {
@@ -214,31 +228,18 @@ export class Reconciler {
     );
   }
 
+  /** The container's ledger entry and what holds it (a snapshot: the parts own the facts). */
   factsOf(name: string): ContainerFacts {
-    let f = this.facts.get(name);
-    if (!f) {
-      f = {
-        backoff: FRESH_BACKOFF,
-        operation: null,
-        failed: null,
-        lastError: null,
-        restartCount: 0,
-        lastExitSeen: '',
-        pendingHeal: null,
-        releasedAtListing: -1,
-      };
-      this.facts.set(name, f);
-    }
-    return f;
-  }
-
-  /** Held now, or released after this pass's listing began (so the listing may predate its end). */
-  private heldDuringListing(f: ContainerFacts): boolean {
-    return f.operation !== null || f.releasedAtListing >= this.listing;
+    return { ...this.ledger.of(name), operation: this.locks.holder(name) };
   }
 
   crashLooping(name: string): boolean {
-    return isCrashLooping(this.factsOf(name).backoff, this.backoff);
+    return this.ledger.crashLooping(name);
+  }
+
+  /** The operator started it: spcd tries it again and forgets a pending heal. */
+  clearFailure(name: string): void {
+    this.ledger.operatorStarted(name);
   }
 
   currentPlan(): Plan {
@@ -258,13 +259,7 @@ export class Reconciler {
 
   /** Throws CONFLICT (or SHUTTING_DOWN) when an operation on this container could not start now. */
   assertFree(name: string): void {
-    const f = this.factsOf(name);
-    if (f.operation) {
-      throw new SpcdError('CONFLICT', `${name} is busy with operation ${f.operation}`, {
-        container: name,
-        operation: f.operation,
-      });
-    }
+    this.locks.assertFree(name);
     if (this.lifecycle === 'stopping' || this.lifecycle === 'stopped') {
       throw new SpcdError('SHUTTING_DOWN', 'spcd is shutting down');
     }
@@ -274,31 +269,23 @@ export class Reconciler {
    * Runs fn holding the container: no pass and no other operation touches it
    * meanwhile. Rejects CONFLICT at once when it is held.
    */
-  runExclusive<T>(name: string, operationId: string, fn: () => Promise<T>): Promise<T> {
-    const f = this.factsOf(name);
-    if (f.operation) {
-      return Promise.reject(
-        new SpcdError('CONFLICT', `${name} is busy with operation ${f.operation}`, {
-          container: name,
-          operation: f.operation,
-        }),
-      );
+  runExclusive<T>(name: string, op: HeldOperation, fn: () => Promise<T>): Promise<T> {
+    try {
+      this.assertFree(name);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    if (this.lifecycle === 'stopping' || this.lifecycle === 'stopped') {
-      return Promise.reject(new SpcdError('SHUTTING_DOWN', 'spcd is shutting down'));
-    }
-    f.operation = operationId;
+    this.locks.acquire(name, op);
     const run = (async () => {
       try {
         return await fn();
       } catch (err) {
         const e = toSpcdError(err);
-        f.lastError = { code: e.code, message: e.message, at: this.deps.clock.now() };
-        await this.quarantineIfJournaled(name, e);
+        this.ledger.errored(name, e, this.deps.clock.now());
+        await this.quarantine.afterFailure(name, e, this.deps.exec.journal);
         throw err;
       } finally {
-        f.operation = null;
-        f.releasedAtListing = this.listing;
+        this.locks.release(name);
         this.trigger();
       }
     })();
@@ -311,24 +298,6 @@ export class Reconciler {
     return run;
   }
 
-  /** An operation that failed and left its journal entry (a rollback that could not finish) quarantines its container. */
-  private async quarantineIfJournaled(name: string, e: SpcdError): Promise<void> {
-    if (this.quarantine.get(name)) return;
-    const file = this.deps.exec.journal.fileOf(name);
-    try {
-      const entry = await this.deps.exec.journal.read(name);
-      if (entry) this.quarantine.add({ container: name, file, reason: `${e.code}: ${e.message}`, entry });
-    } catch (err) {
-      const bad = toSpcdError(err);
-      this.quarantine.add({
-        container: name,
-        file,
-        reason: `malformed journal entry: ${bad.message}`,
-        entry: undefined,
-      });
-    }
-  }
-
   /**
    * Tries every quarantined container again (spcctl reload / SIGHUP): one
    * whose journal file the operator removed, or whose entry now finishes or
@@ -336,12 +305,13 @@ export class Reconciler {
    */
   async retryQuarantined(): Promise<string[]> {
     for (const name of this.quarantine.names()) {
-      if (this.factsOf(name).operation) continue;
-      const r = await this.runExclusive(name, `reconcile-recover-${randomUUID().slice(0, 8)}`, () =>
-        retryQuarantined(this.deps.exec, name),
-      ).catch((err: unknown) => toSpcdError(err));
+      if (this.locks.holder(name)) continue;
+      const op: HeldOperation = { id: `reconcile-recover-${randomUUID().slice(0, 8)}`, kind: 'recover' };
+      const r = await this.runExclusive(name, op, () => retryQuarantined(this.deps.exec, name)).catch(
+        (err: unknown) => toSpcdError(err),
+      );
       if (r === 'cleared') {
-        this.factsOf(name).lastError = null;
+        this.ledger.errorCleared(name);
         this.quarantine.clear(name, 'journal entry resolved or removed; supervised again');
       } else if (!(r instanceof SpcdError)) this.quarantine.add(r);
     }
@@ -349,396 +319,77 @@ export class Reconciler {
     return this.quarantine.names();
   }
 
-  private schedule(ms: number): void {
-    this.cancelTimer?.();
-    this.cancelTimer = this.deps.clock.setTimer(ms, () => {
-      this.cancelTimer = undefined;
-      void this.pass();
-    });
-  }
-
-  private async waitForEngine(): Promise<void> {
-    for (;;) {
-      try {
-        await this.deps.engine.ping();
-        this.setEngine(true);
-        return;
-      } catch (err) {
-        this.setEngine(false, toSpcdError(err).message);
-        if (this.lifecycle === 'stopping' || this.lifecycle === 'stopped')
-          throw new SpcdError('SHUTTING_DOWN', 'stopped while waiting for the engine');
-        await new Promise<void>((r) => this.deps.clock.setTimer(ENGINE_RETRY_MS, r));
-      }
-    }
-  }
-
-  private setEngine(available: boolean, reason = ''): void {
-    if (available === this.engineAvailable && (available || reason === this.engineReason)) return;
-    const changed = available !== this.engineAvailable;
-    this.engineAvailable = available;
-    this.engineReason = reason;
-    if (changed) {
-      this.deps.log[available ? 'info' : 'warn'](
-        { reason },
-        available ? 'engine available' : 'engine unavailable',
-      );
-      this.deps.events.publish({
-        type: 'engine',
-        at: this.deps.clock.now(),
-        available,
-        ...(reason ? { reason } : {}),
-      });
-    }
-  }
-
-  private subscribe(): void {
-    this.subscription?.close();
-    this.subscription = this.deps.engine.subscribe(this.deps.instance, (e) => this.onEngineEvent(e));
-  }
-
-  private onEngineEvent(e: EngineEvent): void {
-    if (this.lifecycle !== 'running') return;
-    if (e.kind === 'stream-lost') {
-      // Never read as "exited": re-subscribe, and re-list to learn what really happened.
-      this.deps.log.info({ err: e.error?.message }, 'engine event stream lost; re-listing');
-      this.subscription = undefined;
-      this.deps.clock.setTimer(ENGINE_RETRY_MS, () => {
-        if (this.lifecycle === 'running' && !this.subscription) this.subscribe();
-      });
-      this.trigger();
-      return;
-    }
-    if (e.action === 'health_status') return;
-    this.trigger();
-  }
-
-  private onHealthAction(a: HealthAction): void {
-    const f = this.factsOf(a.name);
-    if (f.pendingHeal || f.operation || this.quarantine.get(a.name)) return;
-    if (a.action === 'stop') f.failed = `check ${a.check} failed: ${a.reason}`;
-    else f.backoff = recordFailure(f.backoff, this.deps.clock.now(), this.backoff);
-    f.pendingHeal = { reason: `check ${a.check} failed ${a.consecutiveFailures} times: ${a.reason}` };
-    this.deps.events.publish({
-      type: 'health',
-      at: this.deps.clock.now(),
-      container: a.name,
-      check: a.check,
-      status: 'unhealthy',
-      output: a.lastOutputs[a.lastOutputs.length - 1] ?? '',
-    });
-    // Act at once when the last observation shows this very instance running: a pass may be
-    // slow to come (its inspect of another container waits while the engine starts that one).
-    const d = this.desired.find((x) => x.spec.name === a.name);
-    if (this.lifecycle === 'running' && d && this.primary(a.name)?.id === a.containerId)
-      this.launchHeal(d, this.deps.clock.now());
-    this.trigger();
-  }
-
   private runtimeFacts(): Map<string, RuntimeFacts> {
-    const m = new Map<string, RuntimeFacts>();
-    for (const d of this.desired) {
-      const name = d.spec.name;
-      const f = this.factsOf(name);
-      const rec = this.deps.exec.state.record(name);
-      m.set(name, {
-        busy: this.heldDuringListing(f),
-        heldStopped: rec?.heldStopped ?? false,
-        failed: f.failed !== null,
-        nextAttemptAt: f.backoff.nextAttemptAt,
-        ...(rec?.failedTarget ? { failedTarget: rec.failedTarget } : {}),
-      });
-    }
-    for (const o of this.observed) {
-      const f = this.facts.get(o.identity.container);
-      if (f?.operation && !m.has(o.identity.container)) {
-        m.set(o.identity.container, { busy: true, heldStopped: false, failed: false, nextAttemptAt: 0 });
-      }
-    }
-    return m;
+    return runtimeFacts(this.desired, this.observed, this.ledger, this.locks, this.deps.exec.state);
   }
 
-  private async pass(): Promise<void> {
-    if (this.lifecycle !== 'running' && this.lifecycle !== 'starting') return;
-    if (this.passRunning) {
-      this.passQueued = true;
-      return;
-    }
-    this.passRunning = true;
-    let next = this.deps.relistMs;
-    try {
-      try {
-        this.listing += 1;
-        this.observed = await this.deps.engine.listManaged(this.deps.instance);
-        this.setEngine(true);
-        if (!this.subscription) this.subscribe();
-      } catch (err) {
-        const e = toSpcdError(err);
-        // Engine away: take no action until it answers again. The loop itself is alive.
-        this.setEngine(false, e.message);
-        next = ENGINE_RETRY_MS;
-        this.deps.onHeartbeat?.();
-        return;
-      }
-      if (this.hold) this.desired = this.hold.derive(this.observed);
-      const now = this.deps.clock.now();
-      await this.noteExits(now);
-      this.syncHealth();
-      let p = plan({
-        desired: this.desired,
-        observed: this.observed,
-        facts: this.runtimeFacts(),
-        now,
-        journal: this.quarantine.holds(),
-      });
-      const block = this.createBlock;
-      if (block) p = restrict(p, (s) => s.kind !== 'create', `preflight blocks: ${block}`);
-      const hold = this.hold;
-      if (hold) p = restrict(p, (s) => s.kind === 'start', `definitions not loaded: ${hold.reason}`);
-      this.lastPlan = p;
-      this.logUntouched(p);
-      this.launch(p.steps);
-      const healAt = this.launchHeals(now);
-      if (p.wakeAt !== undefined) next = Math.min(next, Math.max(0, p.wakeAt - now));
-      if (healAt !== undefined) next = Math.min(next, Math.max(0, healAt - now));
+  /** One pass: the five steps of docs/architecture.md. Resolves with the delay before the next. */
+  private async pass(): Promise<number> {
+    // 1. List the engine's containers. Engine away: take no action until it answers again.
+    const observed = await this.watch.list();
+    if (!observed) {
       this.deps.onHeartbeat?.();
-    } finally {
-      this.passRunning = false;
-      if (this.lifecycle === 'running') {
-        if (this.passQueued) {
-          this.passQueued = false;
-          this.schedule(0);
-        } else this.schedule(next);
-      }
+      return ENGINE_RETRY_MS;
     }
+    this.observed = observed;
+    if (this.hold) this.desired = this.hold.derive(this.observed);
+    const now = this.deps.clock.now();
+    // 2. Count each exit once toward its backoff; watch the health of what runs.
+    await noteExits(this.exitDeps, this.desired, now);
+    this.deps.health.sync(
+      this.desired.map((d) => ({
+        spec: d.spec,
+        primary: this.primary(d.spec.name),
+        held: this.locks.heldDuringListing(d.spec.name),
+      })),
+    );
+    // 3. Plan: the desired containers against what runs.
+    const p = this.planPass(now);
+    // 4. Each step (and each heal) a task holding its container.
+    this.launch(p.steps);
+    const healAt = this.heals.launchAll(this.desired, now);
+    // 5. Wake for what waits on time; engine events and API calls only trigger().
+    let next = this.deps.relistMs;
+    if (p.wakeAt !== undefined) next = Math.min(next, Math.max(0, p.wakeAt - now));
+    if (healAt !== undefined) next = Math.min(next, Math.max(0, healAt - now));
+    this.deps.onHeartbeat?.();
+    return next;
   }
 
-  /** Warns once per container (and again when the reason changes) that spcd leaves it as it is. */
-  private logUntouched(p: Plan): void {
-    const now = new Map((p.untouched ?? []).map((u) => [u.container, u.reason]));
-    for (const [container, reason] of now) {
-      if (this.untouchedLogged.get(container) !== reason)
-        this.deps.log.warn({ container, reason }, 'container left as it is');
-    }
-    this.untouchedLogged = now;
-  }
-
-  /** Counts each exit once (by its finishedAt) toward the container's backoff. */
-  private async noteExits(now: number): Promise<void> {
-    for (const d of this.desired) {
-      const name = d.spec.name;
-      const p = this.primary(name);
-      if (!p) continue;
-      // A failed write (disk full) must not end the pass: the number is reserved in memory anyway.
-      await this.deps.exec.state.observeGeneration(name, p.identity.generation).catch((err: unknown) => {
-        this.deps.log.warn({ container: name, err: (err as Error).message }, 'cannot record generation');
-      });
-      const f = this.factsOf(name);
-      if (this.heldDuringListing(f) || isRunning(p) || p.state === 'created' || !p.finishedAt) continue;
-      if (f.lastExitSeen === p.finishedAt) continue;
-      f.lastExitSeen = p.finishedAt;
-      if (this.deps.exec.state.record(name)?.heldStopped) continue;
-      f.backoff = recordFailure(f.backoff, now, this.backoff);
-      const to = isCrashLooping(f.backoff, this.backoff) ? 'crash-looping' : 'exited';
-      this.deps.log.warn(
-        {
-          container: name,
-          exitCode: p.exitCode,
-          to,
-          failures: f.backoff.failures,
-          restartInMs: Math.max(0, f.backoff.nextAttemptAt - now),
-        },
-        to === 'crash-looping' ? 'container exited again: crash-looping' : 'container exited',
-      );
-      this.deps.events.publish({
-        type: 'state',
-        at: now,
-        container: name,
-        from: 'running',
-        to,
-        reason: `exited with ${p.exitCode}`,
-      });
-    }
-  }
-
-  private syncHealth(): void {
-    const live = new Set<string>();
-    for (const d of this.desired) {
-      const name = d.spec.name;
-      const p = this.primary(name);
-      if (!p || p.state !== 'running' || d.spec.healthchecks.length === 0) continue;
-      if (this.heldDuringListing(this.factsOf(name))) {
-        live.add(name);
-        continue;
-      }
-      live.add(name);
-      // One watch per started instance: a restart keeps the container's id but starts a new
-      // start period and new counters.
-      const instance = `${p.id}@${p.startedAt}`;
-      const was = this.watched.get(name);
-      if (was === instance) {
-        if (p.dockerHealth) this.deps.health.update(name, { dockerHealth: p.dockerHealth });
-        continue;
-      }
-      if (was !== undefined) this.deps.health.unwatch(name);
-      this.watched.set(name, instance);
-      this.deps.health.watch({
-        name,
-        containerId: p.id,
-        pid: p.pid,
-        network: d.spec.network,
-        pidMode: d.spec.pid,
-        startedAtMs: p.startedAt ? Date.parse(p.startedAt) : this.deps.clock.now(),
-        checks: d.spec.healthchecks,
-        ...(p.dockerHealth ? { dockerHealth: p.dockerHealth } : {}),
-      });
-    }
-    for (const name of [...this.watched.keys()]) {
-      if (!live.has(name)) {
-        this.watched.delete(name);
-        this.deps.health.unwatch(name);
-      }
-    }
+  /** The planner's steps, less what the preflight block and a definitions hold keep waiting. */
+  private planPass(now: number): Plan {
+    let p = plan({
+      desired: this.desired,
+      observed: this.observed,
+      facts: this.runtimeFacts(),
+      now,
+      journal: this.quarantine.holds(),
+    });
+    const block = this.createBlock;
+    if (block) p = restrict(p, (s) => s.kind !== 'create', `preflight blocks: ${block}`);
+    const hold = this.hold;
+    if (hold) p = restrict(p, (s) => s.kind === 'start', `definitions not loaded: ${hold.reason}`);
+    this.lastPlan = p;
+    this.untouched.note(p);
+    return p;
   }
 
   private launch(steps: readonly Step[]): void {
     for (const s of steps) {
       if (this.tasks.size >= MAX_PARALLEL_TASKS) {
-        this.passQueued = true;
+        this.loop.requeue();
         return;
       }
-      const name = s.kind === 'remove' ? s.observed.identity.container : s.desired.spec.name;
-      const opId = `reconcile-${randomUUID().slice(0, 8)}`;
-      void this.runExclusive(name, opId, () => this.execute(s, opId)).catch((err: unknown) => {
-        const e = toSpcdError(err);
-        if (e.code === 'CONFLICT') return;
-        const f = this.factsOf(name);
-        f.lastError = { code: e.code, message: e.message, at: this.deps.clock.now() };
-        f.backoff = recordFailure(f.backoff, this.deps.clock.now(), this.backoff);
-        // A refused removal is retried with backoff (the VMs may be migrated); a refused change needs an operator.
-        if (s.kind !== 'remove' && (e.code === 'BOOTSTRAP_FAILED' || e.code === 'VM_SAFETY_REFUSED'))
-          f.failed = e.message;
-        this.deps.log.warn({ container: name, step: s.kind, code: e.code, err: e.message }, 'step failed');
-      });
+      const name = stepContainer(s);
+      const op: HeldOperation = { id: `reconcile-${randomUUID().slice(0, 8)}`, kind: 'reconcile' };
+      this.runExclusive(name, op, () => runStep(this.deps.exec, this.ledger, s, op.id)).catch(
+        (err: unknown) => {
+          const e = toSpcdError(err);
+          if (e.code === 'CONFLICT') return;
+          this.ledger.stepFailed(name, e, this.deps.clock.now(), giveUpReason(s, e));
+          this.deps.log.warn({ container: name, step: s.kind, code: e.code, err: e.message }, 'step failed');
+        },
+      );
     }
   }
-
-  private async execute(s: Step, opId: string): Promise<void> {
-    const now = this.deps.clock.now();
-    switch (s.kind) {
-      case 'create': {
-        const f = this.factsOf(s.desired.spec.name);
-        f.backoff = recordStart(f.backoff, now);
-        await createContainer(this.deps.exec, s.desired, opId);
-        f.lastError = null;
-        return;
-      }
-      case 'start': {
-        const f = this.factsOf(s.desired.spec.name);
-        if (f.lastExitSeen) f.restartCount += 1;
-        f.backoff = recordStart(f.backoff, now);
-        await startContainer(this.deps.exec, s.observed, s.reason);
-        return;
-      }
-      case 'remove':
-        await removeContainer(this.deps.exec, s.observed, s.reason, s.definitionDeleted);
-        return;
-      case 'replace': {
-        await upgradeContainer(this.deps.exec, {
-          operationId: opId,
-          kind: 'recreate',
-          spec: s.desired.spec,
-          specHash: s.desired.specHash,
-          current: s.observed,
-          pull: 'missing',
-          reason: s.reason,
-        });
-        return;
-      }
-    }
-  }
-
-  /**
-   * Unhealthy containers whose check asked for a restart, within their backoff.
-   * Returns the earliest time a heal waits for, so the pass wakes up then.
-   */
-  private launchHeals(now: number): number | undefined {
-    let wakeAt: number | undefined;
-    for (const d of this.desired) {
-      const at = this.launchHeal(d, now);
-      if (at !== undefined) wakeAt = Math.min(wakeAt ?? Infinity, at);
-    }
-    return wakeAt;
-  }
-
-  /** Heals one container if it asked for it and its backoff allows; else returns when it may. */
-  private launchHeal(d: DesiredContainer, now: number): number | undefined {
-    const name = d.spec.name;
-    const f = this.factsOf(name);
-    if (!f.pendingHeal || this.heldDuringListing(f)) return undefined;
-    const p = this.primary(name);
-    if (!p || !isRunning(p)) {
-      f.pendingHeal = null;
-      return undefined;
-    }
-    if (f.failed) {
-      // action 'stop': stop it and leave it for an operator.
-      const reason = f.failed;
-      f.pendingHeal = null;
-      void this.runExclusive(name, `heal-${randomUUID().slice(0, 8)}`, () =>
-        this.deps.exec.engine.stop(p.id, d.spec.stopGraceMs).then(() => {
-          this.deps.events.publish({
-            type: 'state',
-            at: now,
-            container: name,
-            from: 'running',
-            to: 'failed',
-            reason,
-          });
-        }),
-      ).catch(() => undefined);
-      return undefined;
-    }
-    if (f.backoff.nextAttemptAt > now) return f.backoff.nextAttemptAt;
-    const reason = f.pendingHeal.reason;
-    f.pendingHeal = null;
-    f.restartCount += 1;
-    f.backoff = recordStart(f.backoff, now);
-    // No probing while spcd stops and starts it; the next pass watches the new start afresh.
-    this.watched.delete(name);
-    this.deps.health.unwatch(name);
-    this.deps.log.warn(
-      { container: name, reason, failures: f.backoff.failures, restartCount: f.restartCount },
-      'restarting unhealthy container',
-    );
-    void this.runExclusive(name, `heal-${randomUUID().slice(0, 8)}`, async () => {
-      this.deps.events.publish({
-        type: 'state',
-        at: now,
-        container: name,
-        from: 'running',
-        to: 'restarting',
-        reason,
-      });
-      await this.deps.exec.engine.stop(p.id, d.spec.stopGraceMs);
-      await this.deps.exec.engine.start(p.id);
-    }).catch((err: unknown) => {
-      const e = toSpcdError(err);
-      f.lastError = { code: e.code, message: e.message, at: this.deps.clock.now() };
-    });
-    return undefined;
-  }
-}
-
-/** Keeps the steps `allowed` accepts; the others wait, for `reason`. */
-function restrict(p: Plan, allowed: (s: Step) => boolean, reason: string): Plan {
-  const stepName = (s: Step): string =>
-    s.kind === 'remove' ? s.observed.identity.container : s.desired.spec.name;
-  return {
-    ...p,
-    steps: p.steps.filter(allowed),
-    waiting: [
-      ...p.waiting,
-      ...p.steps.filter((s) => !allowed(s)).map((s) => ({ container: stepName(s), reason })),
-    ],
-  };
 }

@@ -133,7 +133,7 @@ describe('a rollback whose stop passes its deadline', () => {
     const r = new Reconciler({
       engine: h.engine,
       exec,
-      health: h.health,
+      health: h.healthSync,
       events: h.events,
       log: silentLogger(),
       clock: systemClock,

@@ -10,6 +10,7 @@ import type { ExecutorDeps } from '../../agent/executor/ports.js';
 import { createContainer } from '../../agent/executor/simple.js';
 import { upgradeContainer, type UpgradeRequest, type UpgradeResult } from '../../agent/executor/upgrade.js';
 import { HealthManager } from '../../agent/health/manager.js';
+import { HealthSync } from '../../agent/reconciler/health-sync.js';
 import { silentLogger } from '../../agent/log.js';
 import { systemClock } from '../../agent/model/clock.js';
 import { EventBus, type SpcdEvent } from '../../agent/model/events.js';
@@ -37,6 +38,8 @@ export class UpgradeHarness {
   readonly state: StateStore;
   readonly journal: Journal;
   readonly health: HealthManager;
+  /** The owner of health watches that the executor and a reconciler share. */
+  readonly healthSync: HealthSync;
   private op = 0;
 
   private constructor(
@@ -51,12 +54,13 @@ export class UpgradeHarness {
     this.state = state;
     this.journal = journal;
     this.health = new HealthManager({ exec: this.engine, clock: systemClock, log });
+    this.healthSync = new HealthSync(this.health, systemClock);
     this.events.subscribe((e) => this.seen.push(e));
     this.deps = {
       engine: this.engine,
       state,
       journal,
-      health: this.health,
+      health: this.healthSync,
       preparer: new MountPreparer(join(REPO, 'healthchecks'), NO_CONFIG),
       vms: new ProcVmProbe(),
       events: this.events,

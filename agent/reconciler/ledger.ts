@@ -1,0 +1,133 @@
+import type { SpcdError } from '../errors.js';
+import {
+  FRESH_BACKOFF,
+  isCrashLooping,
+  recordFailure,
+  recordStart,
+  type BackoffPolicy,
+  type BackoffState,
+} from '../model/backoff.js';
+
+/** What spcd remembers of one container between passes (moby's restart manager, per container). */
+export interface LedgerEntry {
+  readonly backoff: BackoffState;
+  /** Why spcd stopped trying (a refused change, a check whose action is stop); null while it tries. */
+  readonly failed: string | null;
+  readonly lastError: { readonly code: string; readonly message: string; readonly at: number } | null;
+  readonly restartCount: number;
+  /** finishedAt of the last exit already counted. */
+  readonly lastExitSeen: string;
+  /** A health check asked for a restart (or a stop) that has not been carried out yet. */
+  readonly pendingHeal: { readonly reason: string } | null;
+}
+
+const FRESH: LedgerEntry = {
+  backoff: FRESH_BACKOFF,
+  failed: null,
+  lastError: null,
+  restartCount: 0,
+  lastExitSeen: '',
+  pendingHeal: null,
+};
+
+/**
+ * The per-container ledger: exits, restarts, backoff and failure state. It
+ * is the only writer of these facts; everyone else reads entries (frozen
+ * snapshots) and reports events to it by name.
+ */
+export class ContainerLedger {
+  private readonly entries = new Map<string, LedgerEntry>();
+
+  constructor(private readonly policy: BackoffPolicy) {}
+
+  /** The container's entry as it stands (a fresh one for a container never seen). */
+  of(name: string): LedgerEntry {
+    return this.entries.get(name) ?? FRESH;
+  }
+
+  crashLooping(name: string): boolean {
+    return isCrashLooping(this.of(name).backoff, this.policy);
+  }
+
+  private set(name: string, patch: Partial<LedgerEntry>): LedgerEntry {
+    const next = Object.freeze({ ...this.of(name), ...patch });
+    this.entries.set(name, next);
+    return next;
+  }
+
+  /**
+   * An exit the engine shows, counted once by its finishedAt. Returns the
+   * backoff after counting it, or undefined when it was already counted or
+   * the operator holds the container stopped (seen, not a failure).
+   */
+  exited(name: string, finishedAt: string, now: number, heldStopped: boolean): BackoffState | undefined {
+    const e = this.of(name);
+    if (e.lastExitSeen === finishedAt) return undefined;
+    this.set(name, { lastExitSeen: finishedAt });
+    if (heldStopped) return undefined;
+    return this.set(name, { backoff: recordFailure(e.backoff, now, this.policy) }).backoff;
+  }
+
+  /** spcd created it (a first start). */
+  created(name: string, now: number): void {
+    this.set(name, { backoff: recordStart(this.of(name).backoff, now) });
+  }
+
+  /** spcd started an existing container again; it counts as a restart once the container has exited before. */
+  started(name: string, now: number): void {
+    const e = this.of(name);
+    this.set(name, {
+      backoff: recordStart(e.backoff, now),
+      restartCount: e.lastExitSeen ? e.restartCount + 1 : e.restartCount,
+    });
+  }
+
+  /** A health check failed: `stop` marks it failed; `restart` counts a failure toward its backoff. */
+  unhealthy(name: string, action: 'stop' | 'restart', failure: string, reason: string, now: number): void {
+    const e = this.of(name);
+    this.set(name, {
+      ...(action === 'stop' ? { failed: failure } : { backoff: recordFailure(e.backoff, now, this.policy) }),
+      pendingHeal: { reason },
+    });
+  }
+
+  /** Takes the pending heal (it is being carried out, or is moot); returns its reason. */
+  takeHeal(name: string): string | undefined {
+    const reason = this.of(name).pendingHeal?.reason;
+    if (reason !== undefined) this.set(name, { pendingHeal: null });
+    return reason;
+  }
+
+  /** A heal restart begins. */
+  healing(name: string, now: number): LedgerEntry {
+    const e = this.of(name);
+    return this.set(name, { restartCount: e.restartCount + 1, backoff: recordStart(e.backoff, now) });
+  }
+
+  /** An operation on it failed: its error is shown until one succeeds. */
+  errored(name: string, e: SpcdError, now: number): void {
+    this.set(name, { lastError: { code: e.code, message: e.message, at: now } });
+  }
+
+  /**
+   * A step the reconciler ran failed: shown, counted toward its backoff, and
+   * when `fail` gives a reason, spcd stops trying until an operator acts.
+   */
+  stepFailed(name: string, e: SpcdError, now: number, fail: string | null): void {
+    this.set(name, {
+      lastError: { code: e.code, message: e.message, at: now },
+      backoff: recordFailure(this.of(name).backoff, now, this.policy),
+      ...(fail !== null ? { failed: fail } : {}),
+    });
+  }
+
+  /** The last error no longer holds (a create succeeded, a quarantine cleared). */
+  errorCleared(name: string): void {
+    this.set(name, { lastError: null });
+  }
+
+  /** The operator started it: spcd tries again, and a pending heal is moot. */
+  operatorStarted(name: string): void {
+    this.set(name, { failed: null, pendingHeal: null });
+  }
+}

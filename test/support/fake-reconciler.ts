@@ -1,0 +1,121 @@
+import type { HealthAction, WatchTarget } from '../../agent/health/types.js';
+import { silentLogger } from '../../agent/log.js';
+import type { BackoffPolicy } from '../../agent/model/backoff.js';
+import { specHash } from '../../agent/model/hash.js';
+import type { ContainerSpec } from '../../agent/model/spec.js';
+import type { DesiredContainer } from '../../agent/planner/types.js';
+import { HealthSync, type HealthPort } from '../../agent/reconciler/health-sync.js';
+import { Reconciler } from '../../agent/reconciler/reconciler.js';
+import type { FakeProcess } from './fake-executor.js';
+import { INSTANCE } from './fake-executor.js';
+
+/** The health room in memory: records watches; a test fires a check's action by hand. */
+export class FakeHealthRoom implements HealthPort {
+  readonly watches = new Map<string, WatchTarget>();
+  /** Every watch placed, in order (name@containerId). */
+  readonly placed: string[] = [];
+  private readonly listeners = new Set<(a: HealthAction) => void>();
+
+  watch(target: WatchTarget): void {
+    this.watches.set(target.name, target);
+    this.placed.push(`${target.name}@${target.containerId}`);
+  }
+
+  unwatch(name: string): void {
+    this.watches.delete(name);
+  }
+
+  update(): void {}
+
+  onAction(listener: (a: HealthAction) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  pause(): void {}
+
+  resume(): void {}
+
+  async waitHealthy(): Promise<void> {}
+
+  /** A check of `name` failed `failures` times and asks for `action`. */
+  fire(name: string, containerId: string, action: 'restart' | 'stop', failures = 3): void {
+    const a: HealthAction = {
+      name,
+      containerId,
+      check: 'probe',
+      action,
+      reason: 'exit 1',
+      consecutiveFailures: failures,
+      lastOutputs: ['boom'],
+    };
+    for (const l of [...this.listeners]) l(a);
+  }
+}
+
+export const desired = (spec: ContainerSpec): DesiredContainer => ({
+  spec,
+  specHash: specHash(spec),
+  configHash: 'none',
+});
+
+/** A Reconciler over a FakeProcess's executor, the fake engine and the fake clock. */
+export function fakeReconciler(
+  p: FakeProcess,
+  opts: { relistMs?: number; backoff?: BackoffPolicy; onHeartbeat?: () => void } = {},
+): { rec: Reconciler; room: FakeHealthRoom; sync: HealthSync } {
+  const room = new FakeHealthRoom();
+  const sync = new HealthSync(room, p.clock);
+  const deps = { ...p.deps, health: sync };
+  p.deps = deps;
+  const rec = new Reconciler({
+    engine: p.engine,
+    exec: deps,
+    health: sync,
+    events: p.bus,
+    log: silentLogger(),
+    clock: p.clock,
+    instance: INSTANCE,
+    relistMs: opts.relistMs ?? 10_000,
+    ...(opts.backoff ? { backoff: opts.backoff } : {}),
+    ...(opts.onHeartbeat ? { onHeartbeat: opts.onHeartbeat } : {}),
+  });
+  return { rec, room, sync };
+}
+
+/** Lets every promise that can settle now settle, and pending I/O callbacks (state and journal files) run. */
+export async function settle(rounds = 20): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setTimeout(r, 0));
+}
+
+/** Advances the fake clock in steps, letting each step's promises and I/O settle. */
+export async function run(clock: { advance(ms: number): void }, ms: number, step = 500): Promise<void> {
+  for (let t = 0; t < ms; t += step) {
+    clock.advance(step);
+    await settle(5);
+  }
+}
+
+/**
+ * Advances the fake clock `stepMs` at a time until `cond` holds; resolves
+ * with the fake time that took. Fails past `maxFakeMs` of fake time or 10 s
+ * of real time (the machine may be slow; the fake clock is not).
+ */
+export async function until(
+  clock: { advance(ms: number): void },
+  what: string,
+  cond: () => boolean,
+  opts: { stepMs?: number; maxFakeMs?: number } = {},
+): Promise<number> {
+  const step = opts.stepMs ?? 10;
+  const max = opts.maxFakeMs ?? 60_000;
+  const deadline = Date.now() + 10_000;
+  for (let fake = 0; ; fake += step) {
+    await settle(3);
+    if (cond()) return fake;
+    if (fake > max || Date.now() > deadline)
+      throw new Error(`gave up waiting for ${what} (${fake} ms of fake time)`);
+    clock.advance(step);
+  }
+}
