@@ -30,6 +30,7 @@ import type { Settings } from './settings.js';
 import { DaemonStatus } from './status-view.js';
 import { MetricsRegistry } from '../api/registry.js';
 import { registerDaemonMetrics } from './metrics.js';
+import { CgroupExitWatch } from './exit-watch.js';
 import { ProcVmProbe } from './vm-probe.js';
 import { runPreflight } from '../preflight/run.js';
 import type { PreflightReport } from '../preflight/types.js';
@@ -142,6 +143,7 @@ export async function buildDaemon(
     health: healthSync,
     preparer: new MountPreparer(settings.healthchecksDir, config),
     vms: new ProcVmProbe(),
+    exits: new CgroupExitWatch(clock),
     events,
     log: log.child({ room: 'executor' }),
     clock,

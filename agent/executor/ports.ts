@@ -47,6 +47,22 @@ export interface VmProbe {
   runningVms(): Promise<readonly { pid: number; name: string }[]>;
 }
 
+/**
+ * Sees from the host when a stopping container has no process left, before
+ * the engine has finished recording the stop (agent/daemon/exit-watch.ts).
+ */
+export interface ExitWatch {
+  /**
+   * Before the stop: undefined when the host cannot see this container's
+   * processes (then only the engine can tell). gone() resolves true once none
+   * is left, false when aborted or when it can no longer tell.
+   */
+  track(
+    containerId: string,
+    pid: number,
+  ): Promise<{ gone(signal: AbortSignal): Promise<boolean> } | undefined>;
+}
+
 export interface ExecutorDeps {
   readonly engine: ContainerEngine & ImageEngine & ExecEngine & LogEngine;
   readonly state: StateStore;
@@ -54,6 +70,8 @@ export interface ExecutorDeps {
   readonly health: HealthGate;
   readonly preparer: Preparer;
   readonly vms: VmProbe;
+  /** Lets an upgrade start a host-network container's successor as soon as the old one's processes are gone. */
+  readonly exits?: ExitWatch;
   readonly events: EventBus;
   readonly log: Logger;
   readonly clock: Clock;

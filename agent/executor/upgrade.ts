@@ -10,6 +10,7 @@ import { runBootstrap } from './bootstrap.js';
 import { finish, stopGraceOf, undo } from './undo.js';
 import { censusAfter, censusBefore } from './census.js';
 import { gate, rewatchOld } from './gate.js';
+import { settleAll, stopOld, type OldStopped } from './stop-old.js';
 
 export interface UpgradeRequest {
   readonly operationId: string;
@@ -213,6 +214,7 @@ async function transaction(deps: ExecutorDeps, req: UpgradeRequest): Promise<Upg
   deps.health.pause(name);
   let stopAt = 0;
   let runningAt = 0;
+  let oldStopped: OldStopped | undefined;
   try {
     if (old) {
       // 5. Swap names while the old one still runs: the window is only stop + start.
@@ -224,18 +226,27 @@ async function transaction(deps: ExecutorDeps, req: UpgradeRequest): Promise<Upg
       await begin('stopping-old', newId);
       step('stop-old', N, 'begin', old.id.slice(0, 12));
       stopAt = clock.now();
-      await engine.stop(old.id, stopGraceOf(deps, name, old.identity.generation, req.spec.stopGraceMs));
-      step('stop-old', N, 'done');
+      const oldSpec = state.generation(name, old.identity.generation)?.spec;
+      oldStopped = await stopOld(
+        deps,
+        old,
+        stopGraceOf(deps, name, old.identity.generation, req.spec.stopGraceMs),
+        oldSpec?.network === 'host',
+      );
+      step('stop-old', N, 'done', oldStopped.early ? 'no process left' : undefined);
       failpoint('upgrade.after-stop-old');
     }
 
-    await begin('starting-new', newId);
+    // Inside the window: the journal's step and the start go together (recovery undoes
+    // 'stopping-old' and 'starting-new' alike), both settled before anything goes on.
     step('start-new', N, 'begin');
     if (!stopAt) stopAt = clock.now();
-    await engine.start(newId);
+    await settleAll([begin('starting-new', newId), engine.start(newId)]);
     runningAt = clock.now();
     step('start-new', N, 'done');
     failpoint('upgrade.after-start-new');
+    // A successor started early still needs the engine to finish the old one's stop.
+    await oldStopped?.engineStop;
 
     await begin('gating', newId);
     step('health-gate', N, 'begin');
@@ -245,6 +256,8 @@ async function transaction(deps: ExecutorDeps, req: UpgradeRequest): Promise<Upg
     failpoint('upgrade.after-gate');
   } catch (err) {
     const e = toSpcdError(err);
+    // Nothing is undone while the engine still stops the old instance.
+    await oldStopped?.engineStop.catch(() => undefined);
     step('rollback', N, 'begin', e.message);
     log.warn(
       { container: name, generation: N, err: e.message, code: e.code },

@@ -93,7 +93,7 @@ export class CheckWorker {
       this.state = 'paused';
       return;
     }
-    this.arm(this.o.schedule.first(this.o.clock.now()));
+    this.arm(this.firstAt());
   }
 
   pause(): void {
@@ -107,7 +107,21 @@ export class CheckWorker {
   resume(): void {
     if (this.state !== 'paused' || this.o.misconfigured) return;
     this.state = 'idle';
-    this.arm(this.o.schedule.first(this.o.clock.now()));
+    this.arm(this.firstAt());
+  }
+
+  /** Within the start period, before the first success, with a start_interval: the fast start-up cadence. */
+  private starting(now: number): number | undefined {
+    const si = this.check.startIntervalMs;
+    return si !== undefined && !this.startPeriodOver && now < this.o.startedAtMs + this.check.startPeriodMs
+      ? si
+      : undefined;
+  }
+
+  /** At once while starting (no jitter: a gate waits on it), else the schedule's first run. */
+  private firstAt(): number {
+    const now = this.o.clock.now();
+    return this.starting(now) !== undefined ? now : this.o.schedule.first(now);
   }
 
   /** Stops for good; resolves once an in-flight probe (now aborted) has settled. */
@@ -161,7 +175,10 @@ export class CheckWorker {
 
   private armNext(): void {
     const now = this.o.clock.now();
-    this.arm(this.o.schedule.next(this.lastStartAt ?? now, now));
+    const last = this.lastStartAt ?? now;
+    const next = this.o.schedule.next(last, now);
+    const si = this.starting(now);
+    this.arm(si === undefined ? next : Math.min(next, last + si));
   }
 
   private tick(): void {

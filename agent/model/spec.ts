@@ -86,6 +86,12 @@ export interface CheckSpec {
   readonly schedule: CheckSchedule;
   readonly timeoutMs: number;
   readonly startPeriodMs: number;
+  /**
+   * Within the start period and until the first success: the check runs at
+   * once, then this often instead of its interval (Docker's start_interval).
+   * Absent: the interval, with the first run jittered.
+   */
+  readonly startIntervalMs?: number;
   readonly failureThreshold: number;
   readonly successThreshold: number;
   readonly action: CheckAction;

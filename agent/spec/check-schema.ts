@@ -76,6 +76,7 @@ export function checkSchema(): JsonSchema {
     cron: { type: 'string', minLength: 1 },
     timeout: DURATION_SCHEMA,
     start_period: DURATION_SCHEMA,
+    start_interval: DURATION_SCHEMA,
     failure_threshold: { type: 'integer', minimum: 1, maximum: 1000 },
     success_threshold: { type: 'integer', minimum: 1, maximum: 1000 },
     action: { enum: [...ACTIONS] },

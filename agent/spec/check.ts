@@ -27,6 +27,7 @@ const FIELD_KEYS = [
   ...SCHEDULE_KEYS,
   'timeout',
   'start_period',
+  'start_interval',
   'failure_threshold',
   'success_threshold',
   'action',
@@ -171,6 +172,8 @@ function validateFields(r: Reader, name: string, m: Mapping, where: Where): Chec
     m.start_period === undefined
       ? CHECK_DEFAULTS.startPeriodMs
       : r.duration(m.start_period, at('start_period'), 0);
+  const startIntervalMs =
+    m.start_interval === undefined ? undefined : r.duration(m.start_interval, at('start_interval'), 100);
   const failureThreshold =
     m.failure_threshold === undefined
       ? CHECK_DEFAULTS.failureThreshold
@@ -192,6 +195,20 @@ function validateFields(r: Reader, name: string, m: Mapping, where: Where): Chec
     );
     return undefined;
   }
+  if (startIntervalMs !== undefined && r.problems.count === before) {
+    const problem =
+      schedule?.kind !== 'interval'
+        ? 'start_interval needs an interval schedule, not cron'
+        : !startPeriodMs
+          ? 'start_interval needs a start_period (it applies only within it)'
+          : startIntervalMs > schedule.intervalMs
+            ? `start_interval (${startIntervalMs} ms) must not be longer than interval (${schedule.intervalMs} ms)`
+            : undefined;
+    if (problem) {
+      r.fail(at('start_interval'), problem);
+      return undefined;
+    }
+  }
   if (
     r.problems.count !== before ||
     !probe ||
@@ -211,6 +228,7 @@ function validateFields(r: Reader, name: string, m: Mapping, where: Where): Chec
     schedule,
     timeoutMs,
     startPeriodMs,
+    ...(startIntervalMs !== undefined ? { startIntervalMs } : {}),
     failureThreshold,
     successThreshold,
     action,

@@ -131,6 +131,8 @@ export interface SetRendering {
   readonly dropCgroupBind?: boolean;
   /** Drop the bootstrap task that warms qemu's capabilities cache (SPCD_E2E_NO_WARM=1, for the window without it). */
   readonly noWarm?: boolean;
+  /** libvirtd writes a timestamped debug log of a few categories (SPCD_E2E_TRACE=1, libvirt-phases.ts). */
+  readonly trace?: { readonly file: string; readonly filters: string };
 }
 
 /** container-sets-e2e/libvirt.yaml with this run's root, container name and run label. */
@@ -145,6 +147,13 @@ export function renderSet(r: SetRendering): string {
   if (r.dropCgroupBind) text = text.replace(/^\s*- \/sys\/fs\/cgroup:\/sys\/fs\/cgroup\n/m, '');
   // Without the cache-warming bootstrap task (measuring the window it saves).
   if (r.noWarm) text = text.replace(/^ *# warm-qemu-caps-begin\n[\s\S]*?# warm-qemu-caps-end\n/m, '');
+  // libvirt reads these two variables over its config: both daemons (old and new) append to one file.
+  // Set for libvirtd alone (a container environment would reach every virsh exec'd in it too).
+  if (r.trace)
+    text = text.replace(
+      /^( +)image: (.*)$/m,
+      `$1image: $2\n$1command: [env, 'LIBVIRT_LOG_OUTPUTS=1:file:${r.trace.file} 3:stderr', 'LIBVIRT_LOG_FILTERS=${r.trace.filters}', /usr/sbin/libvirtd]`,
+    );
   return text;
 }
 

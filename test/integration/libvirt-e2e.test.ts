@@ -17,7 +17,17 @@
  *
  * SPCD_E2E_SUMMARY=FILE: the summary line is written there (npm run e2e:libvirt).
  */
-import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProcVmProbe } from '../../agent/daemon/vm-probe.js';
@@ -33,6 +43,15 @@ import {
   vmsh,
   type BuildCost,
 } from '../e2e/libvirt-e2e-harness.js';
+import {
+  enginePhases,
+  formatPhases,
+  libvirtdPhases,
+  spcdPhases,
+  TRACE_FILTERS,
+  TRACE_LOG_IN,
+  type Phases,
+} from '../e2e/libvirt-phases.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { waitFor } from '../support/wait.js';
@@ -49,6 +68,8 @@ const SLACK_S = 0.6;
 const SPCD_ARGS = ['--gate-deadline', '90s', '--relist-interval', '2s'];
 /** SPCD_E2E_NO_WARM=1: without the bootstrap task that warms qemu's capabilities cache (to measure what it saves). */
 const NO_WARM = process.env.SPCD_E2E_NO_WARM === '1';
+/** SPCD_E2E_TRACE=1: libvirtd logs its start-up and shutdown with timestamps, for the phase timelines (libvirt-phases.ts). */
+const TRACE = process.env.SPCD_E2E_TRACE === '1';
 
 interface StepResult {
   step: string;
@@ -64,6 +85,10 @@ interface StepResult {
   domstate: string;
   suspendResume: string;
   persistent: string;
+  /** Where the window went: spcd's steps, the engine's events, libvirtd's log (epoch seconds). */
+  phases: Phases;
+  /** The host's 1-minute load average when the step began. */
+  load: number;
   failures: string[];
 }
 
@@ -119,6 +144,22 @@ interface Acted {
   /** The window spcd reported (seconds) and what it covers. */
   spcdWindowS: number;
   spcdWindow: string;
+  /** The containers stopped and started (the same id for a restart), for the engine's events. */
+  ids?: { old: string; new: string };
+  operationId?: string;
+}
+
+/** The step's timeline: spcd's step events, the engine's events, libvirtd's trace, the probe's API back. */
+async function phasesOf(a: Acted, apiBackS: number): Promise<Phases> {
+  const until = Date.now() / 1000;
+  const p: Phases = {
+    ...(a.operationId ? spcdPhases(tap?.events ?? [], a.operationId) : {}),
+    ...(a.ids ? await enginePhases(runId, a.ids, a.tStop - 1, until) : {}),
+    ...libvirtdPhases(join(root, 'var/lib/libvirt/libvirtd-trace.log'), a.tStop),
+  };
+  if (Number.isFinite(apiBackS)) p.probe_api_back = a.tStop + apiBackS;
+  p.stop_call = a.tStop;
+  return p;
 }
 
 /** Runs one transition and checks the guest through it; records the result. */
@@ -137,6 +178,8 @@ async function survive(step: string, act: () => Promise<Acted>): Promise<StepRes
     domstate: '',
     suspendResume: 'skipped',
     persistent: '',
+    phases: {},
+    load: loadavg()[0] ?? Number.NaN,
     failures: [],
   };
   results.push(r);
@@ -153,6 +196,11 @@ async function survive(step: string, act: () => Promise<Acted>): Promise<StepRes
       { timeoutMs: 120_000, intervalMs: 200 },
     );
     r.apiBackS = Number(apiWin.api_back_s);
+    r.phases = await phasesOf(a, r.apiBackS).catch((e: Error) => {
+      console.log(`phases of ${step}: ${e.message}`);
+      return {};
+    });
+    console.log(formatPhases(step, a.tStop, r.phases));
     // Three more console lines after the API is back, then the gap over the whole outage.
     const c1 = await counterNow();
     await vmsh('wait-counter', [root, guest, c1 + 3, 60]);
@@ -238,7 +286,13 @@ async function upgradeVia(image: string): Promise<Acted> {
   console.log(
     `upgrade ${before.image} -> ${image}: generation ${after.generation} warm_task_s=${warmS} caps_probed_in_window=${reprobed} stop_to_running_s=${(w.stopToRunningMs / 1000).toFixed(2)} stop_to_healthy_s=${(w.stopToHealthyMs / 1000).toFixed(2)}`,
   );
-  return { tStop: stop.at / 1000, spcdWindowS: w.stopToHealthyMs / 1000, spcdWindow: 'stopToHealthy' };
+  return {
+    tStop: stop.at / 1000,
+    spcdWindowS: w.stopToHealthyMs / 1000,
+    spcdWindow: 'stopToHealthy',
+    ids: { old: before.containerId!, new: after.containerId! },
+    operationId: op,
+  };
 }
 
 /**
@@ -275,7 +329,17 @@ beforeAll(async () => {
   guest = `e2e-${process.pid}-${Math.floor(Math.random() * 1e5)}`;
   await vmsh('prepare-root', [root]);
   for (const d of ['etc/libvirt/qemu', 'var/cache/libvirt']) mkdirSync(join(root, d), { recursive: true });
-  writeSet(sb, 'libvirt.yaml', renderSet({ root, container, runId, noWarm: NO_WARM }));
+  writeSet(
+    sb,
+    'libvirt.yaml',
+    renderSet({
+      root,
+      container,
+      runId,
+      noWarm: NO_WARM,
+      ...(TRACE ? { trace: { file: TRACE_LOG_IN, filters: TRACE_FILTERS } } : {}),
+    }),
+  );
   await startSpcd();
   api = new SpcdApi(sb.socket);
   const first = await waitFor(
@@ -330,6 +394,11 @@ afterAll(async () => {
       // already gone
     }
   }
+  const trace = join(root, 'var/lib/libvirt/libvirtd-trace.log');
+  if (TRACE && existsSync(trace)) {
+    copyFileSync(trace, `/tmp/spcd-e2e-trace-${runId}.log`);
+    console.log(`libvirtd trace: /tmp/spcd-e2e-trace-${runId}.log`);
+  }
   if (process.env.SPCD_E2E_KEEP === '1') {
     console.log(`kept: root ${root}, guest ${guest}, containers labelled spcd-e2e.run=${runId}`);
   } else if (sb) {
@@ -348,7 +417,13 @@ afterAll(async () => {
   const maxApi = apiWindows.length ? Math.max(...apiWindows).toFixed(2) : 'nan';
   const summary = `vm_survived=${passed}/${STEPS} max_api_window_s=${maxApi} downgrade_refused=${downgradeRefused}`;
   console.log(summary);
-  if (process.env.SPCD_E2E_SUMMARY) writeFileSync(process.env.SPCD_E2E_SUMMARY, `${summary}\n`);
+  // One line per step (run-libvirt-e2e.sh aggregates them over runs), the summary last.
+  const stepLines = results.map(
+    (r) =>
+      `step=${r.step} ok=${r.ok ? 1 : 0} api_back_s=${r.apiBackS.toFixed(3)} spcd_s=${r.spcdWindowS.toFixed(3)} load=${r.load.toFixed(1)}`,
+  );
+  if (process.env.SPCD_E2E_SUMMARY)
+    writeFileSync(process.env.SPCD_E2E_SUMMARY, `${[...stepLines, summary].join('\n')}\n`);
   if (left) expect(left).toEqual({ qemu: false, containers: 0, machineCgroups: 0 });
 }, 180_000);
 
@@ -378,7 +453,12 @@ describe('a real qemu guest survives libvirt container changes made through spcd
       // The restart reports stop+start only, and when its stop began (the census after the start comes later).
       const tStop = Date.parse(String(fin.result?.stoppedAt)) / 1000;
       expect(tStop).toBeGreaterThan(0);
-      return { tStop, spcdWindowS: windowMs / 1000, spcdWindow: 'stopToRunning' };
+      return {
+        tStop,
+        spcdWindowS: windowMs / 1000,
+        spcdWindow: 'stopToRunning',
+        ids: { old: before.containerId!, new: before.containerId! },
+      };
     });
     expectSurvived(r);
   }, 600_000);
@@ -410,8 +490,14 @@ describe('a real qemu guest survives libvirt container changes made through spcd
       );
       if (!stop) throw new Error('no stop-old event before the crash');
       tap!.close();
-      // While spcd is dead, the old libvirt is stopped: the guest runs with no daemon at all.
-      expect((await inspect(before.containerId!))?.State.Running).toBe(false);
+      // While spcd is dead, the old libvirt is stopped: the guest runs with no daemon at all. spcd
+      // passes this failpoint once the old one's processes are gone; the engine may still be
+      // recording the stop (agent/executor/stop-old.ts).
+      await waitFor(
+        'the engine to report the old libvirt stopped',
+        async () => (await inspect(before.containerId!))?.State.Running === false,
+        { timeoutMs: 30_000, intervalMs: 50 },
+      );
       await startSpcd();
       const after = await waitFor(
         'recovery to put the previous generation back',
@@ -433,7 +519,13 @@ describe('a real qemu guest survives libvirt container changes made through spcd
       expect(undone?.reason).toMatch(/interrupted at step stopping-old/);
       // spcd's own account: the stop-old event, and the start time it reports for the recovered container.
       const windowS = Date.parse(after.startedAt!) / 1000 - stop.at / 1000;
-      return { tStop: stop.at / 1000, spcdWindowS: windowS, spcdWindow: 'stopToRecoveredStart' };
+      return {
+        tStop: stop.at / 1000,
+        spcdWindowS: windowS,
+        spcdWindow: 'stopToRecoveredStart',
+        ids: { old: before.containerId!, new: before.containerId! },
+        operationId: op,
+      };
     });
     expectSurvived(r);
   }, 600_000);

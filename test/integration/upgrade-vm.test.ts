@@ -150,6 +150,19 @@ describe('VMs survive hypervisor upgrades and rollbacks', () => {
     }
     expect(await h.instances(name)).toHaveLength(1);
     expect(h.journalFiles()).toEqual([]);
+    // The host-network hypervisor's successor may start once the old one's cgroup is empty, before
+    // the engine's stop returns (stop-old.ts); the engine sometimes wins that race, so at least once.
+    const early = h.seen.filter(
+      (e) =>
+        e.type === 'upgrade-step' &&
+        e.step === 'stop-old' &&
+        e.outcome === 'done' &&
+        e.detail === 'no process left',
+    ).length;
+    expect(early).toBeGreaterThanOrEqual(1);
+    console.log(
+      `stop-old steps that started the successor before the engine's stop returned: ${early} of 40`,
+    );
     const rec = h.state.record(name)!;
     expect(rec.generations.filter((g) => g.outcome === 'rolled-back').length).toBeGreaterThanOrEqual(9);
     console.log(

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { DockerEngine } from '../../agent/engine/docker.js';
 import { registryAuthFromFile } from '../../agent/daemon/registry-auth.js';
 import { MountPreparer, NO_CONFIG } from '../../agent/daemon/preparer.js';
+import { CgroupExitWatch } from '../../agent/daemon/exit-watch.js';
 import { ProcVmProbe } from '../../agent/daemon/vm-probe.js';
 import { noFailpoint } from '../../agent/executor/failpoint.js';
 import type { ExecutorDeps } from '../../agent/executor/ports.js';
@@ -63,6 +64,7 @@ export class UpgradeHarness {
       health: this.healthSync,
       preparer: new MountPreparer(join(REPO, 'healthchecks'), NO_CONFIG),
       vms: new ProcVmProbe(),
+      exits: new CgroupExitWatch(systemClock),
       events: this.events,
       log,
       clock: systemClock,

@@ -218,6 +218,75 @@ describe('health workers', () => {
     expect(env.exec.calls).toHaveLength(1);
   });
 
+  it('with start_interval: probes at once, then at that cadence until the first success, then at its interval', async () => {
+    // random 0.9 would delay a jittered first probe by 9 s: start_interval must not wait for it.
+    const env = setup({ random: () => 0.9 });
+    const start = env.clock.now();
+    env.mgr.watch(
+      target(
+        [
+          check({
+            schedule: { kind: 'interval', intervalMs: 10_000 },
+            startPeriodMs: 60_000,
+            startIntervalMs: 200,
+            timeoutMs: 150,
+          }),
+        ],
+        { startedAtMs: start },
+      ),
+    );
+    env.clock.advance(0);
+    await flush();
+    expect(env.exec.calls).toHaveLength(1); // at once
+    env.exec.answerNext({ exitCode: 1 });
+    await flush();
+    env.clock.advance(199);
+    await flush();
+    expect(env.exec.calls).toHaveLength(0);
+    env.clock.advance(1);
+    await flush();
+    expect(env.exec.calls).toHaveLength(1); // +200 ms
+    env.exec.answerNext({ exitCode: 0 });
+    await flush();
+    expect(env.mgr.snapshot('nova_compute')?.status).toBe('healthy');
+    // After the first success: the interval again, from that probe's start (+200 ms).
+    env.clock.advance(9_999);
+    await flush();
+    expect(env.exec.calls).toHaveLength(0);
+    env.clock.advance(1);
+    await flush();
+    expect(env.exec.calls).toHaveLength(1);
+  });
+
+  it('with start_interval: the start period over, the interval applies even without a success', async () => {
+    const env = setup({ random: () => 0 });
+    const start = env.clock.now();
+    env.mgr.watch(
+      target(
+        [
+          check({
+            schedule: { kind: 'interval', intervalMs: 1000 },
+            startPeriodMs: 500,
+            startIntervalMs: 100,
+            timeoutMs: 50,
+          }),
+        ],
+        { startedAtMs: start - 600 }, // its start period ended before the watch
+      ),
+    );
+    env.clock.advance(0);
+    await flush();
+    expect(env.exec.calls).toHaveLength(1); // random 0: the jittered first probe is at once too
+    env.exec.answerNext({ exitCode: 1 });
+    await flush();
+    env.clock.advance(999);
+    await flush();
+    expect(env.exec.calls).toHaveLength(0);
+    env.clock.advance(1);
+    await flush();
+    expect(env.exec.calls).toHaveLength(1);
+  });
+
   it('keeps at most one probe in flight, and cuts off a probe that ignores its timeout', async () => {
     const env = setup();
     env.mgr.watch(target([check({ timeoutMs: 500, failureThreshold: 1 })]));

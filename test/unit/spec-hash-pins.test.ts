@@ -97,7 +97,7 @@ const PINS: Record<string, Record<string, Pin>> = {
     spcd_e2e_libvirt: {
       v2: 'v2-8b9b90b4bd71829ddbe990182c745182',
       v1: 'v1-1c92dd37301a427d56f998f660f5ae1f',
-      form: '700ae38dd28387bc0f896481e0d4c14e',
+      form: 'd01fb65ba4d9c4362a528e78269a2e6c',
     },
   },
   fixtures: {
