@@ -254,6 +254,10 @@ export class RolloutRunner {
             await this.o.actions.apply(run.doc);
             return { kind: 'ok' as const, canary: now.canary };
           } catch (err) {
+            // Recorded before the slot is released: the next node to take it sees this failure.
+            await this.record(run, (l) =>
+              now.canary ? withCanary(l, node, 'failed') : withFailure(l, node),
+            );
             return { kind: 'failed' as const, canary: now.canary, err };
           }
         })
@@ -271,9 +275,6 @@ export class RolloutRunner {
       if (outcome.kind === 'failed') {
         const rolledBack = isSpcdError(outcome.err, 'UPGRADE_FAILED');
         const code = isSpcdError(outcome.err) ? outcome.err.code : 'INTERNAL';
-        await this.record(run, (l) =>
-          outcome.canary ? withCanary(l, node, 'failed') : withFailure(l, node),
-        );
         await this.phase(run, rolledBack ? 'rolled-back' : 'failed', {
           reason: code,
           message: (outcome.err as Error).message,
