@@ -6,6 +6,8 @@ import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { FakeKubeServer } from '../support/kube-server.js';
 import { waitFor } from '../support/wait.js';
+import type { V1Lease } from '@kubernetes/client-node';
+import { phaseFrom, phaseLeaseName } from '../../agent/kube/rollout-backend.js';
 
 /**
  * The daemon's Kubernetes glue, end to end: a real spcd given a kubeconfig
@@ -139,9 +141,14 @@ describe('spcd in a cluster (in-test API server, real client)', () => {
     execFileSync('/usr/bin/docker', ['exec', n(c), 'cat', `/var/lib/kolla/config_files/${f}`], {
       encoding: 'utf8',
     });
+  /** Writes of the slot Leases (not the ledger's, not the phase Leases). */
   const leaseWrites = (): number =>
-    server.calls.filter((c) => c.resource === 'leases' && (c.verb === 'create' || c.verb === 'update'))
-      .length;
+    server.calls.filter(
+      (c) =>
+        c.resource === 'leases' &&
+        c.name?.startsWith('spcd-upgrade-slot-') !== false &&
+        (c.verb === 'create' || c.verb === 'update'),
+    ).length;
   const explain = (err: unknown): never => {
     const said = spcd.output.filter((l) => /kube|fleet|globals|upgrade|rollback|operation|reload/i.test(l));
     throw new Error(`${(err as Error).message}\nspcd said:\n${said.slice(-25).join('\n')}`);
@@ -215,10 +222,15 @@ describe('spcd in a cluster (in-test API server, real client)', () => {
     });
     const line = await waitFor(
       'pre-pull failure reported',
-      () => spcd.output.slice(warned).find((l) => l.includes('pre-pull failed; no slot taken')),
+      () => spcd.output.slice(warned).find((l) => l.includes('pre-pull failed; not queued')),
       { timeoutMs: 60_000 },
     ).catch(explain);
-    expect(JSON.parse(line)).toMatchObject({ phase: 'pull', code: 'IMAGE_PULL_FAILED' });
+    expect(JSON.parse(line)).toMatchObject({ phase: 'pull-failed', code: 'IMAGE_PULL_FAILED' });
+    // its own phase, on the node's phase Lease, for `spcctl fleet status`
+    await waitFor('phase pull-failed published', () => {
+      const lease = server.get('leases', NS, phaseLeaseName(NODE)) as V1Lease | undefined;
+      return phaseFrom(lease)?.phase === 'pull-failed' || undefined;
+    });
     expect(leaseWrites()).toBe(writes);
     const g = (await inspect(n('g')))!;
     expect(g.Id).toBe(g1.Id);
