@@ -58,6 +58,16 @@ export const COMMANDS: Record<string, { options: Options; positionals: number; u
     usage: 'validate DIR [--overrides FILE] [--checks FILE]',
   },
   version: { options: {}, positionals: 0, usage: 'version' },
+  fleet: {
+    options: {
+      kubeconfig: { type: 'string' },
+      namespace: { type: 'string' },
+      configmap: { type: 'string' },
+      nodes: { type: 'boolean' },
+    },
+    positionals: 1,
+    usage: 'fleet status [--kubeconfig FILE] [--namespace NS] [--configmap NAME] [--nodes]',
+  },
 };
 
 export function usageText(): string {

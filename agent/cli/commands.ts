@@ -23,6 +23,7 @@ import {
   formatPs,
   formatStatus,
 } from './format.js';
+import { fleet } from './fleet-status.js';
 import { runAndFollow } from './progress.js';
 
 export interface CliIo {
@@ -235,4 +236,5 @@ export const COMMAND_TABLE: Record<string, Command> = {
   reload,
   validate,
   version,
+  fleet,
 };

@@ -27,7 +27,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let nsSeq = 0;
 let stops: (() => Promise<void>)[] = [];
 
-async function waitFor(what: string, cond: () => boolean, ms = 15_000): Promise<void> {
+async function waitFor(what: string, cond: () => boolean, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
     if (Date.now() > end) throw new Error(`${what}: not met in ${ms} ms`);
@@ -118,7 +118,7 @@ const badImage = async (): Promise<void> => {
 
 describe(
   'rollouts over the Kubernetes backend (in-test API server, real client)',
-  { timeout: 30_000 },
+  { timeout: 60_000 },
   () => {
     it('a bad image stops after the canary: the other nodes never start it', async () => {
       const ns = `ro-${++nsSeq}`;
