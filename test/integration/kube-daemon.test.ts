@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +8,7 @@ import { cleanupInstance, inspect } from '../support/docker.js';
 import { FakeKubeServer } from '../support/kube-server.js';
 import { waitFor } from '../support/wait.js';
 import type { V1Lease } from '@kubernetes/client-node';
-import { phaseFrom, phaseLeaseName } from '../../agent/kube/rollout-backend.js';
+import { LEDGER_LEASE, ledgerFrom, phaseFrom, phaseLeaseName } from '../../agent/kube/rollout-backend.js';
 
 /**
  * The daemon's Kubernetes glue, end to end: a real spcd given a kubeconfig
@@ -209,6 +210,27 @@ describe('spcd in a cluster (in-test API server, real client)', () => {
     expect(fileIn('h', 'h.conf')).toBe('[DEFAULT]\nmode = good\n');
     // g's file is the same under the new globals: left alone
     expect((await inspect(n('g')))!.State.StartedAt).toBe(gStarted);
+    // the node's phase and the ledger say so, and spcctl shows it from the API server, not the socket
+    const report = phaseFrom(server.get('leases', NS, phaseLeaseName(NODE)) as V1Lease | undefined);
+    expect(report).toMatchObject({ phase: 'rolled-back', reason: 'UPGRADE_FAILED' });
+    expect(ledgerFrom(server.get('leases', NS, LEDGER_LEASE) as V1Lease | undefined)?.failed).toEqual([NODE]);
+    // run async: the in-test API server answers from this very process
+    const { stdout: out } = await promisify(execFile)(
+      process.execPath,
+      [
+        'bin/spcctl.js',
+        '--socket',
+        '/nonexistent.sock',
+        'fleet',
+        'status',
+        '--kubeconfig',
+        server.kubeConfig(NS).path,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(out).toContain(`rollout ${report!.rollout}  complete`);
+    expect(out).toContain(`[${'x'.repeat(30)}] 0/1 done (0%)`);
+    expect(out).toMatch(new RegExp(`^  ${NODE}  rolled-back  UPGRADE_FAILED: .*rolled back`, 'm'));
   });
 
   it('pulls the new images before asking for a slot: a pull failure takes no slot and changes nothing', async () => {
