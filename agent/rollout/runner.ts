@@ -76,6 +76,8 @@ export class RolloutRunner {
   private run: Run | undefined;
   private last: PhaseReport | undefined;
   private follower: { stop(): void } | undefined;
+  private unwritten: PhaseReport | undefined;
+  private writing: Promise<void> | undefined;
   private stopped = false;
   private readonly random: () => number;
 
@@ -132,6 +134,7 @@ export class RolloutRunner {
     const run: Run = { doc, spec, abort: new AbortController(), done: Promise.resolve() };
     run.done = (prev?.done ?? Promise.resolve())
       .then(() => this.execute(run))
+      .finally(() => this.flushPhases())
       .catch((err: unknown) => {
         if (err instanceof Superseded || isSpcdError(err, 'SHUTTING_DOWN')) return;
         this.o.log.warn({ rollout: spec.id, err: (err as Error).message }, 'fleet upgrade did not complete');
@@ -139,7 +142,12 @@ export class RolloutRunner {
     this.run = run;
   }
 
-  private async phase(run: Run, phase: Phase, extra: Partial<PhaseReport> = {}): Promise<void> {
+  /**
+   * Publishes this node's phase without waiting for it: the newest report
+   * wins, one write at a time, so a slot is never held for a status write and
+   * quick successive phases cost one request. flushPhases() awaits the last.
+   */
+  private phase(run: Run, phase: Phase, extra: Partial<PhaseReport> = {}): void {
     const r: PhaseReport = {
       node: this.o.node,
       rollout: run.spec.id,
@@ -155,11 +163,31 @@ export class RolloutRunner {
     )
       return;
     this.last = r;
-    await this.o.backend
+    this.unwritten = r;
+    this.kickWrites();
+  }
+
+  private kickWrites(): void {
+    const r = this.unwritten;
+    if (this.writing || !r) return;
+    this.unwritten = undefined;
+    this.writing = this.o.backend
       .writePhase(r)
       .catch((err: unknown) =>
-        this.o.log.warn({ phase, code: isSpcdError(err) ? err.code : 'INTERNAL' }, 'phase report failed'),
-      );
+        this.o.log.warn(
+          { phase: r.phase, code: isSpcdError(err) ? err.code : 'INTERNAL' },
+          'phase report failed',
+        ),
+      )
+      .finally(() => {
+        this.writing = undefined;
+        this.kickWrites(); // a newer report arrived meanwhile
+      });
+  }
+
+  /** Resolves once the newest phase is written (or its write failed). */
+  async flushPhases(): Promise<void> {
+    while (this.writing) await this.writing;
   }
 
   /** Waits ms, or until the run's rules change; rejects when the run is superseded or stopped. */
@@ -217,7 +245,7 @@ export class RolloutRunner {
   private async execute(run: Run): Promise<void> {
     const { log, node } = this.o;
     if (!this.o.actions.pending(run.doc)) {
-      await this.phase(run, 'done', { reason: 'up-to-date' });
+      this.phase(run, 'done', { reason: 'up-to-date' });
       return;
     }
     await this.pull(run);
@@ -235,12 +263,12 @@ export class RolloutRunner {
         continue;
       }
       if (gate.kind === 'hold') {
-        await this.phase(run, gate.phase, { reason: gate.reason });
+        this.phase(run, gate.phase, { reason: gate.reason });
         const untilRecheck = gate.recheckAt !== undefined ? gate.recheckAt - this.o.clock.now() : Infinity;
         await this.pause(run, Math.min(untilRecheck, this.recheckDelay()));
         continue;
       }
-      await this.phase(run, 'queued');
+      this.phase(run, 'queued');
       const outcome = await this.o.backend
         .withSlot(run.spec.maxConcurrent, run.abort.signal, async () => {
           // Holding the slot: decide again with the ledger as it is now.
@@ -249,7 +277,7 @@ export class RolloutRunner {
           if (now.kind === 'hold') return { kind: 'again' as const };
           if (now.canary && !(await this.updateLedger(run, (l) => admitCanary(run.spec, l, node))))
             return { kind: 'again' as const };
-          await this.phase(run, 'upgrading', now.canary ? { canary: true } : {});
+          this.phase(run, 'upgrading', now.canary ? { canary: true } : {});
           try {
             await this.o.actions.apply(run.doc);
             return { kind: 'ok' as const, canary: now.canary };
@@ -275,7 +303,7 @@ export class RolloutRunner {
       if (outcome.kind === 'failed') {
         const rolledBack = isSpcdError(outcome.err, 'UPGRADE_FAILED');
         const code = isSpcdError(outcome.err) ? outcome.err.code : 'INTERNAL';
-        await this.phase(run, rolledBack ? 'rolled-back' : 'failed', {
+        this.phase(run, rolledBack ? 'rolled-back' : 'failed', {
           reason: code,
           message: (outcome.err as Error).message,
           ...(outcome.canary ? { canary: true } : {}),
@@ -283,7 +311,7 @@ export class RolloutRunner {
         throw outcome.err;
       }
       if (outcome.canary) await this.soak(run);
-      else await this.phase(run, 'done');
+      else this.phase(run, 'done');
       return;
     }
   }
@@ -293,7 +321,8 @@ export class RolloutRunner {
     const base = this.o.pullRetryMs ?? 10_000;
     const cap = this.o.pullRetryCapMs ?? 300_000;
     for (let failures = 0; ;) {
-      await this.phase(run, 'pulling');
+      // a node retrying stays pull-failed (with the last error) until a pull works
+      if (failures === 0) this.phase(run, 'pulling');
       try {
         await this.o.actions.prePull(run.doc.images);
         return;
@@ -305,14 +334,16 @@ export class RolloutRunner {
           { phase: 'pull-failed', code, err: (err as Error).message, retryInMs },
           'fleet upgrade: pre-pull failed; not queued, retrying',
         );
-        await this.phase(run, 'pull-failed', { reason: code, message: (err as Error).message });
+        this.phase(run, 'pull-failed', { reason: code, message: (err as Error).message });
         await this.pause(run, retryInMs);
       }
     }
   }
 
   private async gate(run: Run): Promise<ReturnType<typeof decide>> {
-    const { ledger: raw } = await this.o.backend.readLedger();
+    // Without a canary or a budget nothing in the ledger can hold a node: no read.
+    const needsLedger = run.spec.canary !== undefined || run.spec.failureBudget !== undefined;
+    const raw = needsLedger ? (await this.o.backend.readLedger()).ledger : undefined;
     const ledger = ledgerFor(run.spec.id, raw);
     let fleet: number | undefined;
     if (run.spec.failureBudget?.maxFailedPercent !== undefined && ledger.failed.length > 0)
@@ -325,12 +356,12 @@ export class RolloutRunner {
   private async soak(run: Run): Promise<void> {
     const { node, clock } = this.o;
     await this.record(run, (l) => withCanary(l, node, 'soaking'));
-    await this.phase(run, 'soaking', { canary: true });
+    this.phase(run, 'soaking', { canary: true });
     const end = clock.now() + (run.spec.canary?.soakMs ?? 0);
     for (;;) {
       if (this.o.actions.health() === 'unhealthy') {
         await this.record(run, (l) => withCanary(l, node, 'failed'));
-        await this.phase(run, 'failed', { reason: 'canary-unhealthy', canary: true });
+        this.phase(run, 'failed', { reason: 'canary-unhealthy', canary: true });
         throw new SpcdError('UPGRADE_FAILED', 'canary became unhealthy during its soak', { node });
       }
       const left = end - clock.now();
@@ -338,6 +369,6 @@ export class RolloutRunner {
       await this.pause(run, Math.min(left, this.o.soakCheckMs ?? 5_000));
     }
     await this.record(run, (l) => withCanary(l, node, 'passed'));
-    await this.phase(run, 'done', { canary: true });
+    this.phase(run, 'done', { canary: true });
   }
 }
