@@ -67,7 +67,14 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { paths: forbidden(room) }] },
   })),
   {
-    files: ['agent/model/**/*.ts', 'agent/planner/**/*.ts'],
+    // the rollout's decisions are pure too (agent/rollout/: not its runner or backend interface)
+    files: [
+      'agent/model/**/*.ts',
+      'agent/planner/**/*.ts',
+      'agent/rollout/spec.ts',
+      'agent/rollout/windows.ts',
+      'agent/rollout/decide.ts',
+    ],
     rules: { 'no-restricted-imports': ['error', { paths: forbidden(''), patterns: PURE_PATTERNS }] },
   },
   {
