@@ -121,7 +121,8 @@ export function decide(
     };
   if (spec.canary && !canaryPassed(spec, ledger)) {
     const mine = ledger.canaries[node];
-    if (mine === 'upgrading') return { kind: 'start', canary: true };
+    // its own place, after a restart: it may (re)do its upgrade
+    if (mine === 'upgrading' || mine === 'soaking') return { kind: 'start', canary: true };
     if (mine === undefined && Object.keys(ledger.canaries).length < spec.canary.nodes)
       return { kind: 'start', canary: true };
     return { kind: 'hold', phase: 'held', reason: 'canary-running' };
@@ -136,7 +137,9 @@ export function decide(
  */
 export function admitCanary(spec: RolloutSpec, l: Ledger, node: string): Ledger | undefined {
   if (!spec.canary) return undefined;
-  if (l.canaries[node] === 'upgrading') return l;
+  const mine = l.canaries[node];
+  if (mine === 'upgrading' || mine === 'soaking')
+    return { ...l, canaries: { ...l.canaries, [node]: 'upgrading' } };
   if (l.canaries[node] !== undefined || Object.keys(l.canaries).length >= spec.canary.nodes) return undefined;
   return { ...l, canaries: { ...l.canaries, [node]: 'upgrading' } };
 }

@@ -245,6 +245,8 @@ export class RolloutRunner {
   private async execute(run: Run): Promise<void> {
     const { log, node } = this.o;
     if (!this.o.actions.pending(run.doc)) {
+      // A canary that restarted after its upgrade still owes the fleet its soak.
+      if (await this.owesSoak(run)) return this.soak(run);
       this.phase(run, 'done', { reason: 'up-to-date' });
       return;
     }
@@ -313,6 +315,23 @@ export class RolloutRunner {
       if (outcome.canary) await this.soak(run);
       else this.phase(run, 'done');
       return;
+    }
+  }
+
+  /** Whether the ledger has this node as a canary that has not finished (a restart mid-upgrade or mid-soak). */
+  private async owesSoak(run: Run): Promise<boolean> {
+    if (!run.spec.canary) return false;
+    for (;;) {
+      try {
+        const mine = ledgerFor(run.spec.id, (await this.o.backend.readLedger()).ledger).canaries[this.o.node];
+        return mine === 'upgrading' || mine === 'soaking';
+      } catch (err) {
+        this.o.log.warn(
+          { code: isSpcdError(err) ? err.code : 'INTERNAL' },
+          'rollout ledger unreadable; retrying',
+        );
+        await this.pause(run, this.recheckDelay());
+      }
     }
   }
 

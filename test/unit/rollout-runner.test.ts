@@ -276,3 +276,41 @@ describe('RolloutRunner', () => {
     expect(cluster.phases.size).toBe(0);
   });
 });
+
+describe('RolloutRunner after a restart', () => {
+  it('a canary restarted mid-soak soaks again and passes: the fleet does not wait forever', async () => {
+    const cluster = new MemoryCluster();
+    const clock = new FakeClock();
+    const nodes = fleet(cluster, clock, 3);
+    cluster.publish({ images: IMAGES, globals: {}, rollout: { id: 'r', canary: { nodes: 1, soak: '10m' } } });
+    await startAll(nodes);
+    const canary = nodes.find((n) => n.applied > 0)!;
+    expect(cluster.ledger?.canaries).toEqual({ [canary.name]: 'soaking' });
+    // spcd restarts on the canary: a new runner, its containers already upgraded
+    await canary.runner.stop();
+    const again = new RolloutRunner({
+      node: canary.name,
+      backend: cluster.backend(canary.name),
+      actions: {
+        pending: () => false,
+        prePull: async () => undefined,
+        apply: async () => undefined,
+        health: () => 'healthy',
+      },
+      clock,
+      log: silentLogger(),
+      defaultMaxConcurrent: 2,
+      random: () => 0.5,
+    });
+    runners.push(again);
+    await again.start();
+    await settle();
+    expect(cluster.phases.get(canary.name)?.phase).toBe('soaking');
+    clock.advance(10 * MIN);
+    await settle();
+    clock.advance(MIN);
+    await settle();
+    expect(cluster.ledger?.canaries).toEqual({ [canary.name]: 'passed' });
+    expect(nodes.every((n) => n.applied === 1)).toBe(true);
+  });
+});
