@@ -108,6 +108,29 @@ describe('a rollout across real spcd daemons', { timeout: 150_000 }, () => {
     }
   });
 
+  it('without a canary, the failure budget stops the fleet: with N = 1 and K = 1, one node fails, the others never start', async () => {
+    desired('spcd-demo/service:crash', 'id: bad-k\nmaxConcurrent: 1\nfailureBudget: { maxFailed: 1 }\n');
+    await waitFor(
+      'one rolled back, two held for the budget',
+      () => {
+        const p = nodes.map(phase);
+        return (
+          p.filter((x) => x?.rollout === 'bad-k' && x.phase === 'rolled-back').length === 1 &&
+          p.filter((x) => x?.rollout === 'bad-k' && x.reason === 'budget-exhausted').length === 2
+        );
+      },
+      { timeoutMs: 90_000 },
+    ).catch(explain);
+    const failed = nodes.findIndex((n) => phase(n)?.phase === 'rolled-back');
+    for (let i = 0; i < nodes.length; i++) {
+      const c = (await inspect(svc(i)))!;
+      expect(c.Config.Image).toBe('spcd-demo/service:1');
+      expect(c.State.Running).toBe(true);
+      // generation 1, or (the node that tried) 1 again after its rollback
+      if (i !== failed) expect(c.Config.Labels['spcd.generation']).toBe('1');
+    }
+  });
+
   it('pause holds every node; resume (same id) lets the fleet finish, one at a time', async () => {
     desired('spcd-demo/service:2', 'id: good\nmaxConcurrent: 1\npaused: true\n');
     await waitFor(
