@@ -55,7 +55,56 @@ const localUpgrade = async (): Promise<void> => {
   done++;
 };
 
-if (rollout)
+/**
+ * --rollout: every node's spcd is already running (following the ConfigMap,
+ * its phase read) when the operator publishes the rollout at t0, as in a
+ * real fleet; what is measured is the rollout, not 1,000 daemons starting.
+ */
+async function startFleet(): Promise<{ runners: RolloutRunner[]; upgraded: Promise<void>[] }> {
+  const runners: RolloutRunner[] = [];
+  const upgraded: Promise<void>[] = [];
+  for (let i = 0; i < nodes; i++) {
+    const holder = `compute-${i}`;
+    let applied = false;
+    let resolve!: () => void;
+    upgraded.push(new Promise<void>((r) => (resolve = r)));
+    const runner = new RolloutRunner({
+      node: holder,
+      backend: new KubeRolloutBackend({
+        api,
+        namespace: 'spcd-system',
+        node: holder,
+        configMap: 'spcd-desired',
+        leaseDurationSeconds: lease,
+        clock: systemClock,
+        log,
+        startJitterMs: startJitter,
+      }),
+      actions: {
+        pending: (d) => !applied && Object.keys(d.images).length > 0,
+        prePull: async () => undefined,
+        apply: async () => {
+          await localUpgrade();
+          applied = true;
+          resolve();
+        },
+        health: () => 'healthy',
+      },
+      clock: systemClock,
+      log,
+      defaultMaxConcurrent: N,
+    });
+    runners.push(runner);
+  }
+  await Promise.all(runners.map((r) => r.start()));
+  await Promise.all(runners.map((r) => r.current));
+  return { runners, upgraded };
+}
+
+const fleet = rollout ? await startFleet() : undefined;
+const callsBefore = server.calls.length;
+const t0 = performance.now();
+if (fleet) {
   server.put('configmaps', 'spcd-system', {
     metadata: { name: 'spcd-desired' },
     data: {
@@ -63,76 +112,55 @@ if (rollout)
       rollout: `id: bench\nmaxConcurrent: ${N}\nfailureBudget: { maxFailed: 10 }\n`,
     },
   });
-
-const t0 = performance.now();
-await Promise.all(
-  Array.from({ length: nodes }, async (_, i) => {
-    const holder = `compute-${i}`;
-    if (rollout) {
-      let applied = false;
-      const runner = new RolloutRunner({
-        node: holder,
-        backend: new KubeRolloutBackend({
-          api,
-          namespace: 'spcd-system',
-          node: holder,
-          configMap: 'spcd-desired',
-          leaseDurationSeconds: lease,
-          clock: systemClock,
-          log,
-          startJitterMs: startJitter,
-        }),
-        actions: {
-          pending: () => !applied,
-          prePull: async () => undefined,
-          apply: async () => {
-            await localUpgrade();
-            applied = true;
-          },
-          health: () => 'healthy',
-        },
+  await Promise.all(fleet.upgraded);
+} else
+  await Promise.all(
+    Array.from({ length: nodes }, async (_, i) => {
+      const slots = new FleetSlots(
+        { api, namespace: 'spcd-system', holder: `compute-${i}`, clock: systemClock, log },
+        { slots: N, leaseDurationSeconds: lease },
+      );
+      await runFleetUpgrade(slots, localUpgrade, {
         clock: systemClock,
         log,
-        defaultMaxConcurrent: N,
+        retryMs,
+        wakeSpreadMs: spread,
+        startJitterMs: startJitter,
       });
-      await runner.start();
-      // the first list may fail under the start-up burst: the watcher retries alone
-      while (!applied) {
-        await runner.current;
-        if (!applied) await sleep(100);
-      }
-      await runner.stop();
-      return;
-    }
-    const slots = new FleetSlots(
-      { api, namespace: 'spcd-system', holder, clock: systemClock, log },
-      { slots: N, leaseDurationSeconds: lease },
-    );
-    await runFleetUpgrade(slots, localUpgrade, {
-      clock: systemClock,
-      log,
-      retryMs,
-      wakeSpreadMs: spread,
-      startJitterMs: startJitter,
-    });
-  }),
-);
+    }),
+  );
 const total = performance.now() - t0;
+if (fleet) await Promise.all(fleet.runners.map((r) => r.stop()));
 api.close();
 await server.stop();
 
 const ideal = Math.ceil(nodes / N) * W;
-const leaseCalls = server.calls.filter((c) => c.resource === 'leases');
+const measured = server.calls.slice(callsBefore);
+const leaseCalls = measured.filter((c) => c.resource === 'leases');
 const conflicts = leaseCalls.filter((c) => c.status === 409).length;
 console.log(
   `${rollout ? 'rollout=1 ' : ''}nodes=${nodes} upgraded=${done} N=${N} window_ms=${W} retry_ms=${retryMs} lease_s=${lease} spread_ms=${spread} jitter_ms=${startJitter}`,
 );
 console.log(`total_ms=${total.toFixed(0)} ideal_ms=${ideal} (ceil(${nodes}/${N}) x ${W})`);
-const perNode = ((rollout ? server.calls.length : leaseCalls.length) / nodes).toFixed(1);
+const perNode = ((rollout ? measured.length : leaseCalls.length) / nodes).toFixed(1);
 const byVerb = (v: string) => leaseCalls.filter((c) => c.verb === v).length;
 console.log(
   `lease_requests=${leaseCalls.length} conflicts_409=${conflicts} list=${byVerb('list')} watch=${byVerb('watch')} create=${byVerb('create')} update=${byVerb('update')}`,
 );
+if (rollout) {
+  // where the requests go: slot Leases (a list is a slot pass), the ledger, phase Leases, the ConfigMap
+  const kind = (c: (typeof measured)[number]): string =>
+    c.resource === 'configmaps'
+      ? 'configmap'
+      : c.name === 'spcd-rollout'
+        ? 'ledger'
+        : c.name?.startsWith('spcd-node-') || (c.verb === 'create' && c.status === 201 && !c.name)
+          ? 'phase_or_create'
+          : 'slot';
+  const by = new Map<string, number>();
+  for (const c of measured) by.set(kind(c), (by.get(kind(c)) ?? 0) + 1);
+  console.log([...by].map(([k, v]) => `${k}=${v}`).join(' '));
+}
 if (done !== nodes || maxConcurrent > N) process.exitCode = 1;
 console.log(
   `fleet_rollout_ratio=${(total / ideal).toFixed(2)} max_concurrent=${maxConcurrent} N=${N} requests_per_node=${perNode}`,
