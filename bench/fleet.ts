@@ -148,15 +148,17 @@ console.log(
   `lease_requests=${leaseCalls.length} conflicts_409=${conflicts} list=${byVerb('list')} watch=${byVerb('watch')} create=${byVerb('create')} update=${byVerb('update')}`,
 );
 if (rollout) {
-  // where the requests go: slot Leases (a list is a slot pass), the ledger, phase Leases, the ConfigMap
+  // where the requests go: slot Leases (a list is a slot pass), the ledger, phase Lease updates, creates, the ConfigMap
   const kind = (c: (typeof measured)[number]): string =>
     c.resource === 'configmaps'
       ? 'configmap'
       : c.name === 'spcd-rollout'
         ? 'ledger'
-        : c.name?.startsWith('spcd-node-') || (c.verb === 'create' && c.status === 201 && !c.name)
-          ? 'phase_or_create'
-          : 'slot';
+        : c.name?.startsWith('spcd-node-')
+          ? 'phase'
+          : c.verb === 'create'
+            ? 'create' // a POST names no object: slot or phase Lease
+            : 'slot';
   const by = new Map<string, number>();
   for (const c of measured) by.set(kind(c), (by.get(kind(c)) ?? 0) + 1);
   console.log([...by].map(([k, v]) => `${k}=${v}`).join(' '));
