@@ -45,6 +45,8 @@ export interface PhaseReport {
   /** Epoch ms when this phase began (the node's clock). */
   readonly since: number;
   readonly canary?: boolean;
+  /** The hash of the target (images and globals) the node worked on. */
+  readonly target?: string;
 }
 
 export type CanaryState = 'upgrading' | 'soaking' | 'passed' | 'failed';

@@ -64,6 +64,8 @@ const FINAL: readonly Phase[] = ['done', 'failed', 'rolled-back'];
 
 interface Run {
   readonly doc: DesiredDocument;
+  /** The hash of its images and globals: the same id may carry a new target. */
+  readonly target: string;
   spec: RolloutSpec;
   readonly abort: AbortController;
   done: Promise<void>;
@@ -124,14 +126,17 @@ export class RolloutRunner {
       return;
     }
     const prev = this.run;
-    if (prev && prev.spec.id === spec.id) {
+    const target = targetId(doc);
+    if (prev && prev.spec.id === spec.id && prev.target === target) {
       prev.spec = spec;
       prev.wake?.();
       return;
     }
-    if (this.last?.rollout === spec.id && FINAL.includes(this.last.phase)) return; // finished before a restart
+    // finished before a restart (or before this re-delivery)
+    if (this.last?.rollout === spec.id && this.last.target === target && FINAL.includes(this.last.phase))
+      return;
     prev?.abort.abort();
-    const run: Run = { doc, spec, abort: new AbortController(), done: Promise.resolve() };
+    const run: Run = { doc, target, spec, abort: new AbortController(), done: Promise.resolve() };
     run.done = (prev?.done ?? Promise.resolve())
       .then(() => this.execute(run))
       .finally(() => this.flushPhases())
@@ -151,6 +156,7 @@ export class RolloutRunner {
     const r: PhaseReport = {
       node: this.o.node,
       rollout: run.spec.id,
+      target: run.target,
       phase,
       since: this.o.clock.now(),
       ...extra,
@@ -158,6 +164,7 @@ export class RolloutRunner {
     if (
       this.last &&
       this.last.rollout === r.rollout &&
+      this.last.target === r.target &&
       this.last.phase === phase &&
       this.last.reason === r.reason
     )

@@ -314,3 +314,36 @@ describe('RolloutRunner after a restart', () => {
     expect(nodes.every((n) => n.applied === 1)).toBe(true);
   });
 });
+
+describe('RolloutRunner: the same id with another target', () => {
+  it('a node that finished runs again when the images change under the same id', async () => {
+    const cluster = new MemoryCluster();
+    const clock = new FakeClock();
+    const [node] = fleet(cluster, clock, 1);
+    let images: Record<string, string> = IMAGES;
+    (node as { runner: RolloutRunner }).runner = new RolloutRunner({
+      node: node!.name,
+      backend: cluster.backend(node!.name),
+      actions: {
+        pending: (d) => d.images.nova_compute !== images.nova_compute || node!.applied === 0,
+        prePull: async () => undefined,
+        apply: async (d) => {
+          node!.applied++;
+          images = { ...d.images };
+        },
+        health: () => 'healthy',
+      },
+      clock,
+      log: silentLogger(),
+      defaultMaxConcurrent: 2,
+    });
+    runners.push(node!.runner);
+    cluster.publish({ images: { nova_compute: 'nova:30' }, globals: {}, rollout: { id: 'nova' } });
+    await startAll([node!]);
+    expect(cluster.phases.get(node!.name)).toMatchObject({ rollout: 'nova', phase: 'done' });
+    cluster.publish({ images: { nova_compute: 'nova:31' }, globals: {}, rollout: { id: 'nova' } });
+    await settle();
+    expect(node!.applied).toBe(2);
+    expect(images).toEqual({ nova_compute: 'nova:31' });
+  });
+});
