@@ -19,8 +19,10 @@ const ROOMS = {
     types: ['engine', 'health'],
   },
   api: { may: ['model', 'errors', 'log'], types: [] },
-  cli: { may: ['model', 'spec', 'errors', 'log'], types: ['api'] },
-  kube: { may: ['model', 'render', 'errors', 'log'], types: ['api'] },
+  rollout: { may: ['model', 'errors', 'log'], types: [] },
+  // cli/ loads kube/ with a dynamic import() for `fleet status` only.
+  cli: { may: ['model', 'spec', 'rollout', 'errors', 'log'], types: ['api', 'kube'] },
+  kube: { may: ['model', 'render', 'rollout', 'errors', 'log'], types: ['api'] },
   preflight: { may: ['errors', 'log'], types: [] },
 };
 const ALL = [...Object.keys(ROOMS), 'daemon', 'errors', 'log'];
@@ -44,6 +46,8 @@ const IO = [
   'child_process',
 ];
 const PURE = new Set(['model', 'planner']);
+// The rollout's decisions are pure too (not its runner or backend interface).
+const PURE_FILES = ['agent/rollout/spec.ts', 'agent/rollout/windows.ts', 'agent/rollout/decide.ts'];
 
 /** How a room's files (at depth 1 and 2 below it) name another room's modules. */
 function importsOf(room) {
@@ -108,6 +112,18 @@ export default tseslint.config(
       ],
     },
   })),
+  {
+    files: PURE_FILES,
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: packagesFor('rollout'),
+          patterns: [...wallsOf('rollout'), { group: IO, message: 'the rollout decisions are pure: no I/O' }],
+        },
+      ],
+    },
+  },
   {
     files: ['bin/**/*.js', 'scripts/**/*.js', 'eslint.config.js'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },

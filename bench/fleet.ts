@@ -5,11 +5,18 @@
  * Prints total rollout time against the ideal ceil(nodes/N) x W.
  *
  *   npm run bench:fleet -- [--nodes 1000] [--slots 10] [--window 30] [--retry 5000] [--lease 15]
- *     [--spread 100] [--jitter 1000]
+ *     [--spread 100] [--jitter 1000] [--rollout 1]
+ *
+ * --rollout 1: each node runs the whole rollout (RolloutRunner over the
+ * Kubernetes backend: the desired ConfigMap watched, phase Leases written, the
+ * ledger read before and under the slot); requests_per_node then counts every
+ * request (ConfigMaps and all Leases), not only the slot Leases.
  */
 import { KubeClient } from '../agent/kube/client.js';
 import { FleetSlots } from '../agent/kube/fleet-slots.js';
 import { runFleetUpgrade } from '../agent/kube/fleet-upgrade.js';
+import { KubeRolloutBackend } from '../agent/kube/rollout-backend.js';
+import { RolloutRunner } from '../agent/rollout/runner.js';
 import { silentLogger } from '../agent/log.js';
 import { systemClock } from '../agent/model/clock.js';
 import { FakeKubeServer } from '../test/support/kube-server.js';
@@ -28,6 +35,7 @@ const retryMs = arg('retry', 5000);
 const lease = arg('lease', 15);
 const spread = arg('spread', 100);
 const startJitter = arg('jitter', 1000);
+const rollout = process.argv.includes('--rollout') || process.env.FLEET_ROLLOUT === '1';
 
 const server = new FakeKubeServer();
 await server.start();
@@ -39,42 +47,122 @@ let maxConcurrent = 0;
 let done = 0;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const t0 = performance.now();
-await Promise.all(
-  Array.from({ length: nodes }, async (_, i) => {
-    const slots = new FleetSlots(
-      { api, namespace: 'spcd-system', holder: `compute-${i}`, clock: systemClock, log },
-      { slots: N, leaseDurationSeconds: lease },
-    );
-    await runFleetUpgrade(
-      slots,
-      async () => {
-        inFlight++;
-        maxConcurrent = Math.max(maxConcurrent, inFlight);
-        await sleep(W);
-        inFlight--;
-        done++;
+const localUpgrade = async (): Promise<void> => {
+  inFlight++;
+  maxConcurrent = Math.max(maxConcurrent, inFlight);
+  await sleep(W);
+  inFlight--;
+  done++;
+};
+
+/**
+ * --rollout: every node's spcd is already running (following the ConfigMap,
+ * its phase read) when the operator publishes the rollout at t0, as in a
+ * real fleet; what is measured is the rollout, not 1,000 daemons starting.
+ */
+async function startFleet(): Promise<{ runners: RolloutRunner[]; upgraded: Promise<void>[] }> {
+  const runners: RolloutRunner[] = [];
+  const upgraded: Promise<void>[] = [];
+  for (let i = 0; i < nodes; i++) {
+    const holder = `compute-${i}`;
+    let applied = false;
+    let resolve!: () => void;
+    upgraded.push(new Promise<void>((r) => (resolve = r)));
+    const runner = new RolloutRunner({
+      node: holder,
+      backend: new KubeRolloutBackend({
+        api,
+        namespace: 'spcd-system',
+        node: holder,
+        configMap: 'spcd-desired',
+        leaseDurationSeconds: lease,
+        clock: systemClock,
+        log,
+        startJitterMs: startJitter,
+      }),
+      actions: {
+        pending: (d) => !applied && Object.keys(d.images).length > 0,
+        prePull: async () => undefined,
+        apply: async () => {
+          await localUpgrade();
+          applied = true;
+          resolve();
+        },
+        health: () => 'healthy',
       },
-      { clock: systemClock, log, retryMs, wakeSpreadMs: spread, startJitterMs: startJitter },
-    );
-  }),
-);
+      clock: systemClock,
+      log,
+      defaultMaxConcurrent: N,
+    });
+    runners.push(runner);
+  }
+  await Promise.all(runners.map((r) => r.start()));
+  await Promise.all(runners.map((r) => r.current));
+  return { runners, upgraded };
+}
+
+const fleet = rollout ? await startFleet() : undefined;
+const callsBefore = server.calls.length;
+const t0 = performance.now();
+if (fleet) {
+  server.put('configmaps', 'spcd-system', {
+    metadata: { name: 'spcd-desired' },
+    data: {
+      images: 'nova_compute: nova:30\n',
+      rollout: `id: bench\nmaxConcurrent: ${N}\nfailureBudget: { maxFailed: 10 }\n`,
+    },
+  });
+  await Promise.all(fleet.upgraded);
+} else
+  await Promise.all(
+    Array.from({ length: nodes }, async (_, i) => {
+      const slots = new FleetSlots(
+        { api, namespace: 'spcd-system', holder: `compute-${i}`, clock: systemClock, log },
+        { slots: N, leaseDurationSeconds: lease },
+      );
+      await runFleetUpgrade(slots, localUpgrade, {
+        clock: systemClock,
+        log,
+        retryMs,
+        wakeSpreadMs: spread,
+        startJitterMs: startJitter,
+      });
+    }),
+  );
 const total = performance.now() - t0;
+if (fleet) await Promise.all(fleet.runners.map((r) => r.stop()));
 api.close();
 await server.stop();
 
 const ideal = Math.ceil(nodes / N) * W;
-const leaseCalls = server.calls.filter((c) => c.resource === 'leases');
+const measured = server.calls.slice(callsBefore);
+const leaseCalls = measured.filter((c) => c.resource === 'leases');
 const conflicts = leaseCalls.filter((c) => c.status === 409).length;
 console.log(
-  `nodes=${nodes} upgraded=${done} N=${N} window_ms=${W} retry_ms=${retryMs} lease_s=${lease} spread_ms=${spread} jitter_ms=${startJitter}`,
+  `${rollout ? 'rollout=1 ' : ''}nodes=${nodes} upgraded=${done} N=${N} window_ms=${W} retry_ms=${retryMs} lease_s=${lease} spread_ms=${spread} jitter_ms=${startJitter}`,
 );
 console.log(`total_ms=${total.toFixed(0)} ideal_ms=${ideal} (ceil(${nodes}/${N}) x ${W})`);
-const perNode = (leaseCalls.length / nodes).toFixed(1);
+const perNode = ((rollout ? measured.length : leaseCalls.length) / nodes).toFixed(1);
 const byVerb = (v: string) => leaseCalls.filter((c) => c.verb === v).length;
 console.log(
   `lease_requests=${leaseCalls.length} conflicts_409=${conflicts} list=${byVerb('list')} watch=${byVerb('watch')} create=${byVerb('create')} update=${byVerb('update')}`,
 );
+if (rollout) {
+  // where the requests go: slot Leases (a list is a slot pass), the ledger, phase Lease updates, creates, the ConfigMap
+  const kind = (c: (typeof measured)[number]): string =>
+    c.resource === 'configmaps'
+      ? 'configmap'
+      : c.name === 'spcd-rollout'
+        ? 'ledger'
+        : c.name?.startsWith('spcd-node-')
+          ? 'phase'
+          : c.verb === 'create'
+            ? 'create' // a POST names no object: slot or phase Lease
+            : 'slot';
+  const by = new Map<string, number>();
+  for (const c of measured) by.set(kind(c), (by.get(kind(c)) ?? 0) + 1);
+  console.log([...by].map(([k, v]) => `${k}=${v}`).join(' '));
+}
 if (done !== nodes || maxConcurrent > N) process.exitCode = 1;
 console.log(
   `fleet_rollout_ratio=${(total / ideal).toFixed(2)} max_concurrent=${maxConcurrent} N=${N} requests_per_node=${perNode}`,

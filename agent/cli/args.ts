@@ -118,6 +118,17 @@ export const COMMANDS: Record<string, CommandDef> = {
     operand: ['containers'],
     hidden: true,
   },
+  fleet: {
+    options: {
+      kubeconfig: { type: 'string' },
+      namespace: { type: 'string' },
+      configmap: { type: 'string' },
+      nodes: { type: 'boolean' },
+    },
+    positionals: 1,
+    usage: 'fleet status [--kubeconfig FILE] [--namespace NS] [--configmap NAME] [--nodes] [-o json]',
+    operand: ['status'],
+  },
 };
 
 export function usageText(): string {

@@ -27,6 +27,7 @@ import {
 import { generationDiff } from './gen-diff.js';
 import { complete, completion } from './completion.js';
 import { render, renderItem, type Tables } from './output.js';
+import { fleet } from './fleet-status.js';
 import { runAndFollow } from './progress.js';
 
 export interface CliIo {
@@ -253,4 +254,5 @@ export const COMMAND_TABLE: Record<string, Command> = {
   version,
   completion,
   __complete: complete,
+  fleet,
 };

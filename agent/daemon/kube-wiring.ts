@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { SpcdError } from '../errors.js';
 import { startKube } from '../kube/integration.js';
+import type { DesiredDocument } from '../rollout/backend.js';
 import { applyClusterGlobals } from './cluster-globals.js';
 import type { DaemonParts } from './daemon.js';
 
@@ -24,6 +25,13 @@ export async function startKubeIntegration(
         }
       });
     });
+  /** This node's containers whose image the document changes. */
+  const imageChanges = (images: DesiredDocument['images']) =>
+    reconciler
+      .desiredContainers()
+      .filter((c) => images[c.spec.name] !== undefined && images[c.spec.name] !== c.spec.image);
+  const globalsChange = (d: DesiredDocument): boolean =>
+    JSON.stringify(d.globals) !== JSON.stringify(parts.clusterGlobals());
   return startKube({
     kubeconfig: settings.kubeconfig,
     nodeName,
@@ -34,37 +42,37 @@ export async function startKubeIntegration(
     sets: () => status.sets(),
     engineAvailable: () => reconciler.engineStatus().available,
     subscribe: (l) => events.subscribe(l),
-    // This node's share of a fleet upgrade: its containers named in the map, one at a time, each health-gated.
-    applyImages: async (images) => {
-      for (const c of reconciler.desiredContainers()) {
-        const image = images[c.spec.name];
-        if (!image || c.spec.image === image) continue;
-        const ref = await actions.upgrade(c.spec.name, { image });
-        await waitFor(ref.operationId);
-      }
-    },
-    initialGlobals: parts.clusterGlobals(),
-    // Before asking for a slot: the images this node would change to, pulled now, outside any window.
-    prePull: async (images) => {
-      const wanted = reconciler
-        .desiredContainers()
-        .map((c) => images[c.spec.name])
-        .filter((i): i is string => i !== undefined);
-      await parts.prePull(wanted, `fleet-prepull-${randomUUID().slice(0, 8)}`);
-    },
-    // The ConfigMap's globals: re-render, recreate what changed, health-gated (cluster-globals.ts).
-    applyGlobals: async (globals) => {
-      const recreated = await applyClusterGlobals(
-        {
-          reloadWithGlobals,
-          desired: () => reconciler.desiredContainers(),
-          events,
-          clock,
-          deadlineMs: 30 * 60_000,
-        },
-        { ...globals },
-      );
-      log.info({ recreated }, 'cluster globals applied');
+    rollout: {
+      pending: (d) => globalsChange(d) || imageChanges(d.images).length > 0,
+      // Before asking for a slot: the images this node would change to, pulled now, outside any window.
+      prePull: async (images) => {
+        const wanted = reconciler
+          .desiredContainers()
+          .map((c) => images[c.spec.name])
+          .filter((i): i is string => i !== undefined);
+        await parts.prePull(wanted, `fleet-prepull-${randomUUID().slice(0, 8)}`);
+      },
+      // Under the slot: the ConfigMap's globals (re-render, recreate what changed, health-gated:
+      // cluster-globals.ts), then its images, one container at a time, each health-gated.
+      apply: async (d) => {
+        if (globalsChange(d)) {
+          const recreated = await applyClusterGlobals(
+            {
+              reloadWithGlobals,
+              desired: () => reconciler.desiredContainers(),
+              events,
+              clock,
+              deadlineMs: 30 * 60_000,
+            },
+            { ...d.globals },
+          );
+          log.info({ recreated }, 'cluster globals applied');
+        }
+        for (const c of imageChanges(d.images)) {
+          const ref = await actions.upgrade(c.spec.name, { image: d.images[c.spec.name]! });
+          await waitFor(ref.operationId);
+        }
+      },
     },
     clock,
     log: log.child({ room: 'kube' }),

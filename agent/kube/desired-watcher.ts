@@ -5,8 +5,9 @@
  * (an ERROR event or a 410 answer) re-list. A ConfigMap that is absent
  * delivers `undefined`: the files on the host stay authoritative.
  *
- * ConfigMap keys: `images` (YAML/JSON map container -> image) and `globals`
- * (YAML/JSON map of template globals). Both optional.
+ * ConfigMap keys: `images` (YAML/JSON map container -> image), `globals`
+ * (YAML/JSON map of template globals) and `rollout` (the rollout object,
+ * validated by agent/rollout/spec.ts). All optional.
  */
 import yaml from 'js-yaml';
 import type { V1ConfigMap } from '@kubernetes/client-node';
@@ -20,6 +21,8 @@ export interface DesiredFromConfigMap {
   readonly resourceVersion: string;
   readonly images: Readonly<Record<string, string>>;
   readonly globals: Readonly<Record<string, unknown>>;
+  /** The `rollout` key as parsed YAML (validated by the rollout runner); undefined when absent. */
+  readonly rollout?: Record<string, unknown>;
 }
 
 export interface DesiredWatcherDeps {
@@ -55,8 +58,10 @@ export function parseDesired(cm: V1ConfigMap): DesiredFromConfigMap {
   const data = cm.data ?? {};
   let images: Record<string, unknown>;
   let globals: Record<string, unknown>;
+  let rollout: Record<string, unknown> | undefined;
   try {
     images = parseMap(data.images, 'images');
+    if (data.rollout !== undefined && data.rollout.trim() !== '') rollout = parseMap(data.rollout, 'rollout');
     // globals are template values: the rules of a globals file (no anchors, no __proto__, a mapping)
     globals = parseValues(data.globals ?? '', `ConfigMap ${cm.metadata?.name ?? ''} key "globals"`);
   } catch (err) {
@@ -78,6 +83,7 @@ export function parseDesired(cm: V1ConfigMap): DesiredFromConfigMap {
     resourceVersion: cm.metadata?.resourceVersion ?? '',
     images: images as Record<string, string>,
     globals,
+    ...(rollout ? { rollout } : {}),
   };
 }
 

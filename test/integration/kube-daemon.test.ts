@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +7,8 @@ import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { FakeKubeServer } from '../support/kube-server.js';
 import { waitFor } from '../support/wait.js';
+import type { V1Lease } from '@kubernetes/client-node';
+import { LEDGER_LEASE, ledgerFrom, phaseFrom, phaseLeaseName } from '../../agent/kube/rollout-backend.js';
 
 /**
  * The daemon's Kubernetes glue, end to end: a real spcd given a kubeconfig
@@ -139,9 +142,14 @@ describe('spcd in a cluster (in-test API server, real client)', () => {
     execFileSync('/usr/bin/docker', ['exec', n(c), 'cat', `/var/lib/kolla/config_files/${f}`], {
       encoding: 'utf8',
     });
+  /** Writes of the slot Leases (not the ledger's, not the phase Leases). */
   const leaseWrites = (): number =>
-    server.calls.filter((c) => c.resource === 'leases' && (c.verb === 'create' || c.verb === 'update'))
-      .length;
+    server.calls.filter(
+      (c) =>
+        c.resource === 'leases' &&
+        c.name?.startsWith('spcd-upgrade-slot-') !== false &&
+        (c.verb === 'create' || c.verb === 'update'),
+    ).length;
   const explain = (err: unknown): never => {
     const said = spcd.output.filter((l) => /kube|fleet|globals|upgrade|rollback|operation|reload/i.test(l));
     throw new Error(`${(err as Error).message}\nspcd said:\n${said.slice(-25).join('\n')}`);
@@ -202,6 +210,27 @@ describe('spcd in a cluster (in-test API server, real client)', () => {
     expect(fileIn('h', 'h.conf')).toBe('[DEFAULT]\nmode = good\n');
     // g's file is the same under the new globals: left alone
     expect((await inspect(n('g')))!.State.StartedAt).toBe(gStarted);
+    // the node's phase and the ledger say so, and spcctl shows it from the API server, not the socket
+    const report = phaseFrom(server.get('leases', NS, phaseLeaseName(NODE)) as V1Lease | undefined);
+    expect(report).toMatchObject({ phase: 'rolled-back', reason: 'UPGRADE_FAILED' });
+    expect(ledgerFrom(server.get('leases', NS, LEDGER_LEASE) as V1Lease | undefined)?.failed).toEqual([NODE]);
+    // run async: the in-test API server answers from this very process
+    const { stdout: out } = await promisify(execFile)(
+      process.execPath,
+      [
+        'bin/spcctl.js',
+        '--socket',
+        '/nonexistent.sock',
+        'fleet',
+        'status',
+        '--kubeconfig',
+        server.kubeConfig(NS).path,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(out).toContain(`rollout ${report!.rollout}  complete`);
+    expect(out).toContain(`[${'x'.repeat(30)}] 0/1 done (0%)`);
+    expect(out).toMatch(new RegExp(`^  ${NODE}  rolled-back  UPGRADE_FAILED: .*rolled back`, 'm'));
   });
 
   it('pulls the new images before asking for a slot: a pull failure takes no slot and changes nothing', async () => {
@@ -215,10 +244,15 @@ describe('spcd in a cluster (in-test API server, real client)', () => {
     });
     const line = await waitFor(
       'pre-pull failure reported',
-      () => spcd.output.slice(warned).find((l) => l.includes('pre-pull failed; no slot taken')),
+      () => spcd.output.slice(warned).find((l) => l.includes('pre-pull failed; not queued')),
       { timeoutMs: 60_000 },
     ).catch(explain);
-    expect(JSON.parse(line)).toMatchObject({ phase: 'pull', code: 'IMAGE_PULL_FAILED' });
+    expect(JSON.parse(line)).toMatchObject({ phase: 'pull-failed', code: 'IMAGE_PULL_FAILED' });
+    // its own phase, on the node's phase Lease, for `spcctl fleet status`
+    await waitFor('phase pull-failed published', () => {
+      const lease = server.get('leases', NS, phaseLeaseName(NODE)) as V1Lease | undefined;
+      return phaseFrom(lease)?.phase === 'pull-failed' || undefined;
+    });
     expect(leaseWrites()).toBe(writes);
     const g = (await inspect(n('g')))!;
     expect(g.Id).toBe(g1.Id);
