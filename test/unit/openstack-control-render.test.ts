@@ -63,4 +63,41 @@ describe('openstack control set rendering', () => {
     ]);
     expect(files('spcd_e2e_os_placement').get('placement.conf')).toContain('password = e2e-placement\n');
   });
+
+  it('registers glance and nova (with the neutron user) and makes the flavor from the scheduler', () => {
+    expect(register('spcd_e2e_os_glance_api').services).toEqual([
+      { name: 'glance', type: 'image', description: 'Image service', url: 'http://127.0.0.1:19292' },
+    ]);
+    const nova = register('spcd_e2e_os_nova_api');
+    expect(nova.users.map((u) => u.name)).toEqual(['nova', 'neutron']);
+    expect(nova.services.map((x) => `${x.type} ${x.url}`)).toEqual(['compute http://127.0.0.1:18774/v2.1']);
+    expect(register('spcd_e2e_os_nova_scheduler')).toMatchObject({
+      flavors: [{ name: 'm1.spcd', ram: 128, vcpus: 1, disk: 0 }],
+    });
+  });
+
+  it('gives every nova control service one nova.conf with databases, token check and one worker', () => {
+    const conf = files('spcd_e2e_os_nova_api').get('nova.conf') ?? '';
+    for (const line of [
+      'transport_url = rabbit://guest:guest@127.0.0.1:16572/',
+      '[api_database]',
+      'connection = mysql+pymysql://nova:e2e-nova-db@127.0.0.1:13306/nova_api',
+      'connection = mysql+pymysql://nova:e2e-nova-db@127.0.0.1:13306/nova',
+      'discover_hosts_in_cells_interval = 10',
+      'workers = 1',
+      '[keystone_authtoken]',
+      'api_servers = http://127.0.0.1:19292',
+    ]) {
+      expect(conf.split('\n'), line).toContain(line);
+    }
+    expect(files('spcd_e2e_os_nova_conductor').get('nova.conf')).toBe(conf);
+    expect(files('spcd_e2e_os_nova_scheduler').get('nova.conf')).toBe(conf);
+    // Every port the set renders is on 127.0.0.1.
+    for (const c of containers) {
+      for (const [dest, text] of files(c.name)) {
+        for (const m of text.matchAll(/(?:\/\/|@)([0-9a-z.-]+):\d+/g))
+          expect(m[1], `${c.name}/${dest}`).toBe('127.0.0.1');
+      }
+    }
+  });
 });
