@@ -26,7 +26,10 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
 
   beforeAll(async () => {
     await server.start();
-    api = () => new KubeClient(server.kubeConfig(NS).kc, { callTimeoutMs: 2000 });
+    // Generous call deadlines and leases: 50 agents and the server share one
+    // process on a loaded machine; holders release explicitly, so a long lease
+    // changes nothing but what a stalled renewal costs.
+    api = () => new KubeClient(server.kubeConfig(NS).kc, { callTimeoutMs: 15_000 });
   });
   afterAll(() => server.stop());
 
@@ -42,7 +45,7 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
       agents.map(async (node) => {
         const slots = new FleetSlots(
           { api: api(), namespace: NS, holder: node, clock: systemClock, log },
-          { slots: 2, leaseDurationSeconds: 2, renewIntervalMs: 300, prefix },
+          { slots: 2, leaseDurationSeconds: 30, renewIntervalMs: 300, prefix },
         );
         await runFleetUpgrade(
           slots,
