@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { waitFor } from '../support/wait.js';
 import type { EventTap, SpcdApi } from './libvirt-e2e-harness.js';
 import { vmsh } from './libvirt-e2e-harness.js';
-import type { ConsoleWatch} from './openstack-e2e-harness.js';
+import type { ConsoleWatch } from './openstack-e2e-harness.js';
 import { qemuOf, type QemuProcess } from './openstack-e2e-harness.js';
 import { novaTime, type OpenStack } from './openstack-client.js';
 
