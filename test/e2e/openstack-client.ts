@@ -176,6 +176,17 @@ export class OpenStack {
     return (r.json as { services: ComputeService[] }).services;
   }
 
+  /**
+   * Neutron 21 (Zed) answers its first GET /v2.0/ports with a 500
+   * ("type object 'Port' has no attribute 'port_forwardings'") until some
+   * other query has configured its SQLAlchemy mappers; Nova's server views
+   * list ports. One network list first, when the catalog has Neutron.
+   */
+  async warmNeutron(): Promise<void> {
+    if (!(await this.endpoint('identity').then(() => this.endpoints.network))) return;
+    await this.request('network', 'GET', '/v2.0/networks');
+  }
+
   async deleteImage(id: string): Promise<void> {
     await this.request('image', 'DELETE', `/v2/images/${id}`, { ok: [204, 404] });
   }

@@ -34,6 +34,7 @@ export interface StepResult {
   vmsOk: number;
   libvirtBackS: number;
   computeUpS: number;
+  computeEnabledS: number;
   spcd: string;
   censusMismatches: number;
   failures: string[];
@@ -47,6 +48,55 @@ export interface StepContext {
   readonly libvirt: string;
   readonly vms: readonly Vm[];
   readonly deadlineMs: number;
+}
+
+interface ServiceSeen {
+  readonly at: number;
+  readonly heartbeat: number;
+  readonly up: boolean;
+  readonly enabled: boolean;
+}
+
+/**
+ * Polls Nova's nova-compute service once a second from before a step's
+ * action, so that "stop -> up" does not wait for the action's own end.
+ */
+class ServicePoller {
+  readonly seen: ServiceSeen[] = [];
+  private stopped = false;
+  private done: Promise<void>;
+
+  constructor(private readonly os: OpenStack) {
+    this.done = this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      const t = Date.now();
+      const svc = await this.os.computeServices().then(
+        (x) => x[0],
+        () => undefined,
+      );
+      if (svc)
+        this.seen.push({
+          at: Date.now(),
+          heartbeat: novaTime(svc.updated_at),
+          up: svc.state === 'up',
+          enabled: svc.status === 'enabled',
+        });
+      await new Promise((res) => setTimeout(res, Math.max(0, 1000 - (Date.now() - t))));
+    }
+  }
+
+  /** The first time Nova showed a heartbeat after `sinceMs` with the service up (and enabled). */
+  first(sinceMs: number, enabled: boolean): number | undefined {
+    return this.seen.find((x) => x.heartbeat > sinceMs && x.up && (!enabled || x.enabled))?.at;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.done;
+  }
 }
 
 /** Nova's nova-compute service is up and enabled, with a heartbeat after `sinceMs`. */
@@ -66,6 +116,7 @@ export async function runStep(
     vmsOk: 0,
     libvirtBackS: Number.NaN,
     computeUpS: Number.NaN,
+    computeEnabledS: Number.NaN,
     spcd: '',
     censusMismatches: 0,
     failures: [],
@@ -79,18 +130,26 @@ export async function runStep(
         intervalMs: 200,
       });
     }
-    const a = await act();
-    r.spcd = a.spcd;
-    // stop -> nova-compute up: polled every second (Nova's heartbeat has 1 s resolution).
-    const up = await waitFor(
-      'nova-compute up and enabled with a heartbeat after the stop',
-      async () => ((await computeUpSince(ctx.os, a.stopAt)) ? Date.now() : undefined),
-      { timeoutMs: ctx.deadlineMs, intervalMs: 1000 },
-    ).catch((e: Error) => {
-      r.failures.push(e.message);
-      return Number.NaN;
-    });
-    r.computeUpS = (up - a.stopAt) / 1000;
+    const poller = new ServicePoller(ctx.os);
+    let a: Acted;
+    try {
+      a = await act();
+      r.spcd = a.spcd;
+      // stop -> nova-compute up (a heartbeat after the stop) and enabled again
+      // (nova-compute disables itself while its libvirt connection is lost).
+      await waitFor(
+        'nova-compute up and enabled with a heartbeat after the stop',
+        () => poller.first(a.stopAt, true),
+        {
+          timeoutMs: ctx.deadlineMs,
+          intervalMs: 500,
+        },
+      ).catch((e: Error) => r.failures.push(e.message));
+    } finally {
+      await poller.stop();
+    }
+    r.computeUpS = ((poller.first(a.stopAt, false) ?? Number.NaN) - a.stopAt) / 1000;
+    r.computeEnabledS = ((poller.first(a.stopAt, true) ?? Number.NaN) - a.stopAt) / 1000;
     if (a.libvirtStopped) {
       const w = await waitFor(
         'the libvirt API probe to see the API back',
@@ -145,7 +204,7 @@ export async function runStep(
   }
   console.log(
     `step=${step} vms_ok=${r.vmsOk}/${ctx.vms.length} stop_to_libvirt_api_s=${Number.isFinite(r.libvirtBackS) ? r.libvirtBackS.toFixed(2) : 'n/a'} ` +
-      `stop_to_compute_up_s=${r.computeUpS.toFixed(1)} census_mismatches=${r.censusMismatches} spcd: ${r.spcd}` +
+      `stop_to_compute_up_s=${r.computeUpS.toFixed(1)} stop_to_compute_enabled_s=${r.computeEnabledS.toFixed(1)} census_mismatches=${r.censusMismatches} spcd: ${r.spcd}` +
       (r.failures.length ? ` failures=${JSON.stringify(r.failures)}` : ''),
   );
   return r;

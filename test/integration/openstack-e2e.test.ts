@@ -15,8 +15,11 @@
  * Then Nova stops and starts one VM and deletes the other.
  *
  * SPCD_E2E_SUMMARY=FILE: the summary line is written there (npm run e2e:openstack).
+ * SPCD_E2E_OPENSTACK_CONTROL=external: spcd runs the compute set only, against a
+ * control plane already answering on the set's loopback ports (for working on
+ * the compute side alone; docs/openstack-e2e.md).
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventTap, IMAGE_11, run, SpcdApi, vmsh } from '../e2e/libvirt-e2e-harness.js';
@@ -49,6 +52,15 @@ const STEPS = 5;
 const VMS = 2;
 const SPCD_ARGS = ['--templates', join(REPO, 'templates'), '--gate-deadline', '600s'];
 const T0 = Date.now();
+const EXTERNAL_CONTROL = process.env.SPCD_E2E_OPENSTACK_CONTROL === 'external';
+/**
+ * The proof needs Nova's control services (nova-api, conductor, scheduler,
+ * Glance, Neutron's API) in the control set; until the set has a nova-api
+ * the test says so and skips instead of waiting out its deadline.
+ */
+const CONTROL_READY = EXTERNAL_CONTROL || /\bnova[-_]api\b/.test(readFileSync(CONTROL_SET, 'utf8'));
+if (!CONTROL_READY)
+  console.log(`openstack-e2e skipped: ${CONTROL_SET} has no nova-api yet (docs/openstack-e2e.md)`);
 let sb: Sandbox;
 let root = '';
 let prefix = '';
@@ -57,6 +69,8 @@ let tap: EventTap | undefined;
 let api: SpcdApi;
 let os: OpenStack;
 const vms: Vm[] = [];
+/** Glance images and the flavor this run made, removed at the end. */
+const made: { images: string[]; flavor?: string } = { images: [] };
 const results: StepResult[] = [];
 let managed = 0;
 const name = (svc: string): string => `${prefix}${svc}`;
@@ -160,6 +174,7 @@ async function killMidUpgrade(container: string, image: string): Promise<Acted> 
 }
 
 beforeAll(async () => {
+  if (!CONTROL_READY) return;
   const build = await buildAll();
   console.log(
     `images: openstack ${build.openstackSeconds.toFixed(1)} s, next ${build.nextSeconds.toFixed(1)} s, libvirt ${build.imagesSeconds.toFixed(1)} s, guest ${build.guestSeconds.toFixed(1)} s\n${build.lines.join('\n')}`,
@@ -169,8 +184,9 @@ beforeAll(async () => {
   prefix = `ose${process.pid}_`;
   prepareRoot(root);
   const r = { root, prefix, runId: sb.instance };
-  writeSet(sb, 'control.yaml', renderSetFile(CONTROL_SET, r));
+  if (!EXTERNAL_CONTROL) writeSet(sb, 'control.yaml', renderSetFile(CONTROL_SET, r));
   writeSet(sb, 'compute.yaml', renderSetFile(COMPUTE_SET, r));
+  const tStart = Date.now();
   await startSpcd();
   api = new SpcdApi(sb.socket);
   os = new OpenStack({
@@ -185,27 +201,28 @@ beforeAll(async () => {
     async () => {
       if (spcd?.logged('BOOTSTRAP_FAILED'))
         throw new Error(`a bootstrap task failed:\n${spcd.output.slice(-30).join('\n')}`);
-      return computeUpSince(os, 0);
+      return computeUpSince(os, tStart);
     },
     { timeoutMs: 1_200_000, intervalMs: 5000 },
   ).catch((e: Error) => {
     throw new Error(`${e.message}\nspcd said:\n${spcd?.output.slice(-30).join('\n') ?? ''}`);
   });
   console.log(`control and compute up in ${((Date.now() - tUp) / 1000).toFixed(1)} s`);
+  await os.warmNeutron();
   const guest = '/var/cache/spcd-e2e/guest';
   const rootImg = join(sb.root, 'root.img');
   writeFileSync(rootImg, Buffer.alloc(1 << 20));
   const aki = await os.uploadImage(
-    { name: 'e2e-kernel', disk_format: 'aki', container_format: 'aki' },
+    { name: `${sb.instance}-kernel`, disk_format: 'aki', container_format: 'aki' },
     `${guest}/vmlinuz`,
   );
   const ari = await os.uploadImage(
-    { name: 'e2e-ramdisk', disk_format: 'ari', container_format: 'ari' },
+    { name: `${sb.instance}-ramdisk`, disk_format: 'ari', container_format: 'ari' },
     `${guest}/initrd.img`,
   );
   const image = await os.uploadImage(
     {
-      name: 'e2e-guest',
+      name: `${sb.instance}-guest`,
       disk_format: 'raw',
       container_format: 'bare',
       kernel_id: aki,
@@ -214,9 +231,14 @@ beforeAll(async () => {
     },
     rootImg,
   );
-  const flavor = await os.createFlavor('e2e-128', 128, 1, 1);
+  made.images.push(aki, ari, image);
+  const flavor = await os.createFlavor(`${sb.instance}-128`, 128, 1, 1);
+  made.flavor = flavor;
   const tBoot = Date.now();
-  const ids = [await os.boot('e2e-vm-1', image, flavor), await os.boot('e2e-vm-2', image, flavor)];
+  const ids = [
+    await os.boot(`${sb.instance}-vm-1`, image, flavor),
+    await os.boot(`${sb.instance}-vm-2`, image, flavor),
+  ];
   for (const id of ids) {
     const s = await waitFor(
       `server ${id} ACTIVE`,
@@ -244,9 +266,14 @@ beforeAll(async () => {
 }, 60 * 60_000);
 
 afterAll(async () => {
+  if (!CONTROL_READY) return;
   for (const vm of vms) vm.console.stop();
   // Nova removes what it can; the rest goes by PID and by id.
-  if (os) for (const vm of vms) await os.deleteServer(vm.id).catch(() => undefined);
+  if (os) {
+    for (const vm of vms) await os.deleteServer(vm.id).catch(() => undefined);
+    for (const id of made.images) await os.deleteImage(id).catch(() => undefined);
+    if (made.flavor) await os.request('compute', 'DELETE', `/flavors/${made.flavor}`).catch(() => undefined);
+  }
   tap?.close();
   await spcd?.stop();
   if (sb) {
@@ -277,82 +304,85 @@ afterAll(async () => {
   if (process.env.SPCD_E2E_SUMMARY) writeFileSync(process.env.SPCD_E2E_SUMMARY, `${summary}\n`);
 }, 600_000);
 
-describe('Nova VMs survive spcd upgrading everything under them, and Nova still manages them', () => {
-  const step = async (label: string, act: () => Promise<Acted>): Promise<void> => {
-    const r = await runStep(
-      {
-        os,
-        api,
-        tap: () => tap!,
-        libvirtRoot: join(root, 'libvirt'),
-        libvirt: name('nova_libvirt'),
-        vms,
-        deadlineMs: 600_000,
-      },
-      label,
-      act,
+describe.runIf(CONTROL_READY)(
+  'Nova VMs survive spcd upgrading everything under them, and Nova still manages them',
+  () => {
+    const step = async (label: string, act: () => Promise<Acted>): Promise<void> => {
+      const r = await runStep(
+        {
+          os,
+          api,
+          tap: () => tap!,
+          libvirtRoot: join(root, 'libvirt'),
+          libvirt: name('nova_libvirt'),
+          vms,
+          deadlineMs: 600_000,
+        },
+        label,
+        act,
+      );
+      results.push(r);
+      expect(r.failures, r.failures.join('; ')).toEqual([]);
+      expect(r.vmsOk).toBe(VMS);
+    };
+
+    it(
+      '1: upgrade nova_libvirt bookworm -> trixie (libvirt 9.0 -> 11.3)',
+      () => step('libvirt-upgrade-9-to-11', () => upgrade(name('nova_libvirt'), IMAGE_11)),
+      1_200_000,
     );
-    results.push(r);
-    expect(r.failures, r.failures.join('; ')).toEqual([]);
-    expect(r.vmsOk).toBe(VMS);
-  };
+    it(
+      '2: upgrade nova_compute to a new image',
+      () => step('compute-upgrade', () => upgrade(name('nova_compute'), OPENSTACK_NEXT_IMAGE)),
+      1_200_000,
+    );
+    it(
+      '3: restart nova_libvirt',
+      () => step('libvirt-restart', () => restart(name('nova_libvirt'))),
+      1_200_000,
+    );
+    it(
+      '4: restart nova_compute',
+      () => step('compute-restart', () => restart(name('nova_compute'))),
+      1_200_000,
+    );
+    it(
+      '5: SIGKILL spcd mid nova_compute upgrade, start it again',
+      () => step('compute-upgrade-spcd-killed', () => killMidUpgrade(name('nova_compute'), OPENSTACK_IMAGE)),
+      1_200_000,
+    );
 
-  it(
-    '1: upgrade nova_libvirt bookworm -> trixie (libvirt 9.0 -> 11.3)',
-    () => step('libvirt-upgrade-9-to-11', () => upgrade(name('nova_libvirt'), IMAGE_11)),
-    1_200_000,
-  );
-  it(
-    '2: upgrade nova_compute to a new image',
-    () => step('compute-upgrade', () => upgrade(name('nova_compute'), OPENSTACK_NEXT_IMAGE)),
-    1_200_000,
-  );
-  it(
-    '3: restart nova_libvirt',
-    () => step('libvirt-restart', () => restart(name('nova_libvirt'))),
-    1_200_000,
-  );
-  it(
-    '4: restart nova_compute',
-    () => step('compute-restart', () => restart(name('nova_compute'))),
-    1_200_000,
-  );
-  it(
-    '5: SIGKILL spcd mid nova_compute upgrade, start it again',
-    () => step('compute-upgrade-spcd-killed', () => killMidUpgrade(name('nova_compute'), OPENSTACK_IMAGE)),
-    1_200_000,
-  );
-
-  it('Nova still manages them: stops and starts one VM, deletes the other', async () => {
-    const [a, b] = vms;
-    await os.action(a!.id, 'os-stop');
-    await waitFor('VM 1 SHUTOFF', async () => (await os.server(a!.id))?.status === 'SHUTOFF', {
-      timeoutMs: 300_000,
-      intervalMs: 1000,
-    });
-    expect(qemuOf(join(root, 'libvirt'), a!.domain)).toBeUndefined();
-    await os.action(a!.id, 'os-start');
-    await waitFor('VM 1 ACTIVE again', async () => (await os.server(a!.id))?.status === 'ACTIVE', {
-      timeoutMs: 300_000,
-      intervalMs: 1000,
-    });
-    const q = await waitQemu(join(root, 'libvirt'), a!.domain);
-    expect(q.pid).not.toBe(a!.qemu.pid);
-    // A new boot: the counter starts again from 0 in the new console.log.
-    const fresh = new ConsoleWatch(a!.console.file);
-    await waitFor('VM 1 counting again', () => fresh.ticks.some((t) => t.n >= 2), {
-      timeoutMs: 300_000,
-      intervalMs: 500,
-    }).finally(() => fresh.stop());
-    await os.deleteServer(b!.id);
-    await waitFor('VM 2 gone from Nova', async () => (await os.server(b!.id)) === undefined, {
-      timeoutMs: 300_000,
-      intervalMs: 1000,
-    });
-    await waitFor('VM 2 qemu gone', () => qemuOf(join(root, 'libvirt'), b!.domain) === undefined, {
-      timeoutMs: 60_000,
-      intervalMs: 500,
-    });
-    managed = 1;
-  }, 1_200_000);
-});
+    it('Nova still manages them: stops and starts one VM, deletes the other', async () => {
+      const [a, b] = vms;
+      await os.action(a!.id, 'os-stop');
+      await waitFor('VM 1 SHUTOFF', async () => (await os.server(a!.id))?.status === 'SHUTOFF', {
+        timeoutMs: 300_000,
+        intervalMs: 1000,
+      });
+      expect(qemuOf(join(root, 'libvirt'), a!.domain)).toBeUndefined();
+      await os.action(a!.id, 'os-start');
+      await waitFor('VM 1 ACTIVE again', async () => (await os.server(a!.id))?.status === 'ACTIVE', {
+        timeoutMs: 300_000,
+        intervalMs: 1000,
+      });
+      const q = await waitQemu(join(root, 'libvirt'), a!.domain);
+      expect(q.pid).not.toBe(a!.qemu.pid);
+      // A new boot: the counter starts again from 0 in the new console.log.
+      const fresh = new ConsoleWatch(a!.console.file);
+      await waitFor('VM 1 counting again', () => fresh.ticks.some((t) => t.n >= 2), {
+        timeoutMs: 300_000,
+        intervalMs: 500,
+      }).finally(() => fresh.stop());
+      await os.deleteServer(b!.id);
+      await waitFor('VM 2 gone from Nova', async () => (await os.server(b!.id)) === undefined, {
+        timeoutMs: 300_000,
+        intervalMs: 1000,
+      });
+      await waitFor('VM 2 qemu gone', () => qemuOf(join(root, 'libvirt'), b!.domain) === undefined, {
+        timeoutMs: 60_000,
+        intervalMs: 500,
+      });
+      managed = 1;
+    }, 1_200_000);
+  },
+);
