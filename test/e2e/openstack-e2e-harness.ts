@@ -21,6 +21,8 @@ import { buildImagesAndGuest, kv, run, startTime, type BuildCost } from './libvi
 
 export const CONTROL_SET = join(REPO, 'container-sets-e2e', 'openstack', 'control.yaml');
 export const COMPUTE_SET = join(REPO, 'container-sets-e2e', 'openstack', 'compute.yaml');
+/** neutron-server alone: Nova's API needs Neutron even for servers with no network. */
+export const NETWORK_SET = join(REPO, 'container-sets-e2e', 'openstack', 'network.yaml');
 export const OPENSTACK_IMAGE = 'spcd-e2e/openstack:zed';
 /** nova_compute's upgrade target: the same image plus one label (scripts/openstack/build-next-image.sh). */
 export const OPENSTACK_NEXT_IMAGE = 'spcd-e2e/openstack:zed-next';

@@ -29,6 +29,7 @@ import {
   COMPUTE_SET,
   CONTROL_SET,
   ConsoleWatch,
+  NETWORK_SET,
   OPENSTACK_IMAGE,
   OPENSTACK_NEXT_IMAGE,
   prepareRoot,
@@ -184,7 +185,10 @@ beforeAll(async () => {
   prefix = `ose${process.pid}_`;
   prepareRoot(root);
   const r = { root, prefix, runId: sb.instance };
-  if (!EXTERNAL_CONTROL) writeSet(sb, 'control.yaml', renderSetFile(CONTROL_SET, r));
+  if (!EXTERNAL_CONTROL) {
+    writeSet(sb, 'control.yaml', renderSetFile(CONTROL_SET, r));
+    writeSet(sb, 'network.yaml', renderSetFile(NETWORK_SET, r));
+  }
   writeSet(sb, 'compute.yaml', renderSetFile(COMPUTE_SET, r));
   const tStart = Date.now();
   await startSpcd();
