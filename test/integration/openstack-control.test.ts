@@ -1,29 +1,31 @@
 /**
- * MariaDB, RabbitMQ, memcached, Keystone and Placement from
- * spcd-e2e/openstack:zed under a real
- * spcd (issue #12 part 2, container-sets-e2e/openstack/control.yaml,
- * docs/openstack-e2e.md). spcd renders the templates, runs the bootstrap
- * tasks (mariadb initialises its data folder and creates keystone's database;
- * keystone syncs its schema, makes its keys and bootstraps the admin user)
- * and starts the three services on the host network, bound to 127.0.0.1 on
- * non-default ports. Then a real client gets a token from Keystone.
+ * The OpenStack control plane from spcd-e2e/openstack:zed under a real spcd
+ * (issue #12 part 2, container-sets-e2e/openstack/control.yaml,
+ * docs/openstack-e2e.md): MariaDB, RabbitMQ, memcached, Keystone, Placement,
+ * Glance, nova-api, nova-conductor and nova-scheduler. spcd renders the
+ * templates and runs the bootstrap tasks (MariaDB's data folder and databases;
+ * each API's schema; Keystone's keys and admin; the cells; each service's
+ * Keystone user, service and endpoints; the flavor m1.spcd), then starts the
+ * services on the host network, bound to 127.0.0.1 on ports of the test's own
+ * (test/support/openstack-control.ts). Every client runs in a container of
+ * the set and talks to 127.0.0.1 only.
  * Setup builds or reuses the image (a cold build takes minutes).
  */
-import { chmodSync, chownSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../e2e/libvirt-e2e-harness.js';
 import { execIn } from '../support/containers.js';
-import { REPO, sandbox, SpcdProcess, writeSet } from '../support/daemon.js';
+import { REPO, sandbox, SpcdProcess } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
+import { freePorts, osc, writeControlSet, type ControlSet } from '../support/openstack-control.js';
 import { waitFor } from '../support/wait.js';
 
 const BUILD_TIMEOUT_MS = 45 * 60_000;
-const SET = join(REPO, 'container-sets-e2e', 'openstack', 'control.yaml');
 const sb = sandbox('osctl');
-const prefix = `osc${process.pid}_`;
-const name = (svc: string): string => `${prefix}${svc}`;
 let spcd: SpcdProcess | undefined;
+let set: ControlSet;
+let started = 0;
 
 beforeAll(async () => {
   try {
@@ -33,25 +35,9 @@ beforeAll(async () => {
       `cannot build spcd-e2e/openstack:zed (see /var/cache/spcd-e2e/logs/openstack-zed.log): ${(err as Error).message}`,
     );
   }
-  const root = join(sb.root, 'host');
-  const dirs: [string, number, number][] = [
-    ['mysql', 42434, 0o750],
-    ['keystone/fernet-keys', 42425, 0o700],
-    ['keystone/credential-keys', 42425, 0o700],
-  ];
-  for (const [dir, uid, mode] of dirs) {
-    mkdirSync(join(root, dir), { recursive: true });
-    chownSync(join(root, dir), uid, uid);
-    chmodSync(join(root, dir), mode);
-  }
-  const text = readFileSync(SET, 'utf8')
-    .split('/var/tmp/spcd-e2e-openstack')
-    .join(root)
-    .split('spcd_e2e_os_')
-    .join(prefix)
-    .replace(/spcd-e2e\.run: manual/g, `spcd-e2e.run: ${sb.instance}`);
-  writeSet(sb, 'control.yaml', text);
-  spcd = SpcdProcess.start(sb, ['--templates', join(REPO, 'templates'), '--gate-deadline', '600s']);
+  set = writeControlSet(sb, { prefix: `osc${process.pid}_`, ports: await freePorts() });
+  started = Date.now();
+  spcd = SpcdProcess.start(sb, ['--templates', join(REPO, 'templates'), '--gate-deadline', '900s']);
 }, BUILD_TIMEOUT_MS + 60_000);
 
 afterAll(async () => {
@@ -60,71 +46,237 @@ afterAll(async () => {
   rmSync(sb.root, { recursive: true, force: true });
 }, 120_000);
 
-describe('openstack control set under spcd', () => {
-  it('brings up mariadb, rabbitmq, memcached, keystone and placement; keystone issues a token', async () => {
-    const keystone = name('keystone');
-    const token = await waitFor(
-      'a token from keystone on 127.0.0.1:15000',
-      async () => {
-        // A failed bootstrap task ends the wait at once, with what spcd said.
-        if (spcd?.logged('BOOTSTRAP_FAILED')) return { failed: spcd.output.slice(-40).join('\n') };
-        const c = await inspect(keystone);
-        if (!c?.State.Running) return undefined;
-        const r = await execIn(c.Id, [
-          'openstack',
-          '--os-auth-url=http://127.0.0.1:15000/v3',
-          '--os-username=admin',
-          '--os-password=e2e-admin',
-          '--os-project-name=admin',
-          '--os-user-domain-name=Default',
-          '--os-project-domain-name=Default',
-          'token',
-          'issue',
-          '-f',
-          'value',
-          '-c',
-          'id',
-        ]);
-        return r.exitCode === 0 ? { token: r.stdout.trim() } : undefined;
-      },
-      { timeoutMs: 900_000, intervalMs: 5000 },
-    ).catch((err: Error) => {
-      throw new Error(`${err.message}\nspcd said:\n${spcd?.output.slice(-40).join('\n') ?? ''}`);
-    });
-    expect(token.failed, 'a bootstrap task failed').toBeUndefined();
-    expect(token.token).toMatch(/^gAAAAA/);
-
-    for (const svc of ['mariadb', 'rabbitmq', 'memcached', 'keystone', 'placement']) {
-      const c = await inspect(name(svc));
-      expect(c?.State.Running, svc).toBe(true);
-      expect(c?.Config.Labels['spcd.instance']).toBe(sb.instance);
+/** The output of every bootstrap task that failed, from spcd's state file. */
+function failedTasks(): string[] {
+  const out: string[] = [];
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === 'object') {
+      const o = v as Record<string, unknown>;
+      if (typeof o.output === 'string' && 'exitCode' in o && o.exitCode !== 0) {
+        out.push(`${String(o.name)} (exit ${String(o.exitCode)}):\n${o.output.slice(-3000)}`);
+      } else Object.values(o).forEach(walk);
     }
-    const mq = await inspect(name('rabbitmq'));
-    const ping = await waitFor(
+  };
+  try {
+    walk(JSON.parse(readFileSync(join(sb.stateDir, 'state.json'), 'utf8')));
+  } catch {
+    out.push('(no state file)');
+  }
+  return out;
+}
+
+/** Runs probe until it answers; a failed bootstrap task ends the wait at once, with what spcd said. */
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const said = (): string =>
+    `spcd said:\n${spcd?.output.slice(-40).join('\n') ?? ''}\nfailed tasks:\n${failedTasks().join('\n')}`;
+  const r = await waitFor(
+    what,
+    async () => {
+      if (spcd?.logged('BOOTSTRAP_FAILED')) return { failed: true as const };
+      const v = await probe();
+      return v === undefined ? undefined : { value: v };
+    },
+    { timeoutMs, intervalMs: 5000 },
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}\n${said()}`);
+  });
+  if (!('value' in r)) throw new Error(`a bootstrap task failed; ${said()}`);
+  return r.value as T;
+}
+
+async function idOf(svc: string): Promise<string> {
+  const c = await inspect(set.name(svc));
+  if (!c?.State.Running) throw new Error(`${set.name(svc)} does not run`);
+  return c.Id;
+}
+
+async function json<T>(id: string, args: string[]): Promise<T> {
+  const r = await osc(id, set.ports, [...args, '-f', 'json']);
+  if (r.exitCode !== 0) throw new Error(`openstack ${args.join(' ')}: ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
+
+describe('openstack control set under spcd', () => {
+  it('brings up the infrastructure and keystone; keystone issues a token', async () => {
+    const token = await until(
+      'a token from keystone',
+      async () => {
+        const c = await inspect(set.name('keystone'));
+        if (!c?.State.Running) return undefined;
+        const r = await osc(c.Id, set.ports, ['token', 'issue', '-f', 'value', '-c', 'id']);
+        return r.exitCode === 0 ? r.stdout.trim() : undefined;
+      },
+      900_000,
+    );
+    expect(token).toMatch(/^gAAAAA/);
+
+    const ping = await until(
       'rabbitmq-diagnostics ping',
       async () => {
-        const r = await execIn(mq?.Id ?? '', ['rabbitmq-diagnostics', '-q', 'ping'], { user: 'rabbitmq' });
+        const r = await execIn(await idOf('rabbitmq'), ['rabbitmq-diagnostics', '-q', 'ping'], {
+          user: 'rabbitmq',
+        });
         return r.exitCode === 0 ? r : undefined;
       },
-      { timeoutMs: 240_000, intervalMs: 3000 },
+      240_000,
     );
     expect(ping.exitCode).toBe(0);
-    const mc = await inspect(name('memcached'));
-    const version = await execIn(mc?.Id ?? '', [
+    const version = await execIn(await idOf('memcached'), [
       'bash',
       '-c',
-      'exec 3<>/dev/tcp/127.0.0.1/11311; printf "version\\r\\n" >&3; head -n1 <&3',
+      `exec 3<>/dev/tcp/127.0.0.1/${set.ports.memcached}; printf "version\\r\\n" >&3; head -n1 <&3`,
     ]);
     expect(version.stdout).toMatch(/^VERSION 1\.6\./);
-    const placement = await inspect(name('placement'));
-    const root = await waitFor(
-      'placement API on 127.0.0.1:18778',
+  }, 1_200_000);
+
+  it('starts placement, glance, nova-api, nova-conductor and nova-scheduler, all under spcd', async () => {
+    const services = ['mariadb', 'rabbitmq', 'memcached', 'keystone', 'placement', 'glance_api'];
+    const nova = ['nova_api', 'nova_conductor', 'nova_scheduler'];
+    await until(
+      'every container of the set running',
       async () => {
-        const r = await execIn(placement?.Id ?? '', ['curl', '-sf', 'http://127.0.0.1:18778/']);
+        for (const svc of [...services, ...nova])
+          if (!(await inspect(set.name(svc)))?.State.Running) return undefined;
+        return true;
+      },
+      1_200_000,
+    );
+    for (const svc of [...services, ...nova]) {
+      expect((await inspect(set.name(svc)))?.Config.Labels['spcd.instance'], svc).toBe(sb.instance);
+    }
+    const root = await until(
+      'placement API',
+      async () => {
+        const r = await execIn(await idOf('placement'), [
+          'curl',
+          '-sf',
+          `http://127.0.0.1:${set.ports.placement}/`,
+        ]);
         return r.exitCode === 0 ? r.stdout : undefined;
       },
-      { timeoutMs: 300_000, intervalMs: 3000 },
+      300_000,
     );
     expect(JSON.parse(root)).toMatchObject({ versions: [{ id: 'v1.0', status: 'CURRENT' }] });
-  }, 1_200_000);
+  }, 1_500_000);
+
+  it("registers the services in keystone's catalog from bootstrap tasks, idempotently", async () => {
+    const keystone = await idOf('keystone');
+    const want: [string, string, string][] = [
+      ['placement', 'placement', `http://127.0.0.1:${set.ports.placement}`],
+      ['glance', 'image', `http://127.0.0.1:${set.ports.glance}`],
+      ['nova', 'compute', `http://127.0.0.1:${set.ports.nova_api}/v2.1`],
+    ];
+    const services = await json<{ Name: string; Type: string }[]>(keystone, ['service', 'list']);
+    expect(services.map((x) => `${x.Name} ${x.Type}`).sort()).toEqual(
+      ['keystone identity', ...want.map(([n, t]) => `${n} ${t}`)].sort(),
+    );
+    const endpoints = await json<
+      { 'Service Name': string; Interface: string; URL: string; Region: string }[]
+    >(keystone, ['endpoint', 'list']);
+    for (const [n, , url] of want) {
+      expect(
+        endpoints
+          .filter((e) => e['Service Name'] === n)
+          .map((e) => `${e.Region} ${e.Interface} ${e.URL}`)
+          .sort(),
+        n,
+      ).toEqual([`RegionOne admin ${url}`, `RegionOne internal ${url}`, `RegionOne public ${url}`]);
+    }
+    for (const user of ['placement', 'glance', 'nova', 'neutron']) {
+      const roles = await json<{ Role: string; Project: string }[]>(keystone, [
+        'role',
+        'assignment',
+        'list',
+        '--names',
+        '--project',
+        'service',
+        '--user',
+        user,
+      ]);
+      expect(roles, user).toMatchObject([{ Role: 'admin', Project: 'service@Default' }]);
+    }
+    // The task again, as an upgrade's bootstrap runs it: it succeeds and creates nothing.
+    const again = await execIn(
+      await idOf('nova_api'),
+      ['python3', '/etc/nova/spcd-register.py', '/etc/nova/spcd-register.json'],
+      { user: 'nova', timeoutMs: 180_000 },
+    );
+    expect(again.exitCode, again.stdout + again.stderr).toBe(0);
+    expect(again.stdout).not.toContain('created');
+    expect(await json<unknown[]>(keystone, ['endpoint', 'list'])).toHaveLength(endpoints.length);
+  }, 600_000);
+
+  it('glance stores a raw image in its bind-mounted folder', async () => {
+    const glance = await idOf('glance_api');
+    const made = await execIn(glance, ['bash', '-c', 'head -c 1048576 /dev/zero > /tmp/spcd-e2e.raw']);
+    expect(made.exitCode).toBe(0);
+    const image = await json<{ id: string; status: string }>(glance, [
+      'image',
+      'create',
+      '--disk-format',
+      'raw',
+      '--container-format',
+      'bare',
+      '--file',
+      '/tmp/spcd-e2e.raw',
+      `spcd-e2e-${process.pid}`,
+    ]);
+    const shown = await until(
+      'the image active',
+      async () => {
+        const s = await json<{ status: string; size: number }>(glance, ['image', 'show', image.id]);
+        return s.status === 'active' ? s : undefined;
+      },
+      120_000,
+    );
+    expect(shown.size).toBe(1048576);
+    const stored = await execIn(glance, ['stat', '-c', '%s', `/var/lib/glance/store/images/${image.id}`]);
+    expect(stored.stdout.trim()).toBe('1048576');
+  }, 600_000);
+
+  it('nova: conductor and scheduler up, cell0 and cell1 mapped, flavor m1.spcd', async () => {
+    const api = await idOf('nova_api');
+    const compute = await until(
+      'nova-conductor and nova-scheduler up',
+      async () => {
+        const r = await osc(api, set.ports, ['compute', 'service', 'list', '-f', 'json']);
+        if (r.exitCode !== 0) return undefined;
+        const list = JSON.parse(r.stdout) as { Binary: string; State: string; Status: string }[];
+        const up = (b: string): boolean => list.some((s) => s.Binary === b && s.State === 'up');
+        return up('nova-conductor') && up('nova-scheduler') ? list : undefined;
+      },
+      600_000,
+    );
+    expect(compute.map((s) => `${s.Binary} ${s.Status} ${s.State}`).sort()).toEqual([
+      'nova-conductor enabled up',
+      'nova-scheduler enabled up',
+    ]);
+    const cells = await execIn(api, ['nova-manage', 'cell_v2', 'list_cells'], {
+      user: 'nova',
+      timeoutMs: 180_000,
+    });
+    expect(cells.exitCode, cells.stderr).toBe(0);
+    const rows = cells.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('|'))
+      .map((l) =>
+        l
+          .split('|')
+          .slice(1, -1)
+          .map((c) => c.trim()),
+      );
+    const db = `mysql+pymysql://nova:****@127.0.0.1:${set.ports.mariadb}`;
+    expect(rows.slice(1).map((r) => [r[0], r[2], r[3], r[4]])).toEqual([
+      ['cell0', 'none:/', `${db}/nova_cell0`, 'False'],
+      ['cell1', `rabbit://guest:****@127.0.0.1:${set.ports.amqp}/`, `${db}/nova`, 'False'],
+    ]);
+    const flavor = await json<{ name: string; ram: number; vcpus: number; disk: number }>(api, [
+      'flavor',
+      'show',
+      'm1.spcd',
+    ]);
+    expect(flavor).toMatchObject({ name: 'm1.spcd', ram: 128, vcpus: 1, disk: 0 });
+    console.log(`openstack control set: bring-up ${((Date.now() - started) / 1000).toFixed(0)} s to here`);
+  }, 900_000);
 });
