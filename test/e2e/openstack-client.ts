@@ -83,6 +83,7 @@ export class OpenStack {
   /** The catalog's public URL of a service type (compute, image, placement, identity). */
   async endpoint(type: string): Promise<string> {
     if (!this.token || Date.now() > this.expires - 300_000) await this.authenticate();
+    if (!this.endpoints[type]) await this.authenticate();
     const url = this.endpoints[type];
     if (!url) throw new Error(`no ${type} endpoint in Keystone's catalog: ${JSON.stringify(this.endpoints)}`);
     return url;
@@ -180,10 +181,10 @@ export class OpenStack {
    * Neutron 21 (Zed) answers its first GET /v2.0/ports with a 500
    * ("type object 'Port' has no attribute 'port_forwardings'") until some
    * other query has configured its SQLAlchemy mappers; Nova's server views
-   * list ports. One network list first, when the catalog has Neutron.
+   * list ports. One network list first (a token is fetched again when the
+   * catalog had no network endpoint yet).
    */
   async warmNeutron(): Promise<void> {
-    if (!(await this.endpoint('identity').then(() => this.endpoints.network))) return;
     await this.request('network', 'GET', '/v2.0/networks');
   }
 

@@ -200,19 +200,27 @@ beforeAll(async () => {
     project: 'admin',
   });
   const tUp = Date.now();
-  await waitFor(
+  const came = await waitFor(
     'nova-compute up in Nova (control and compute sets bootstrapped)',
     async () => {
-      if (spcd?.logged('BOOTSTRAP_FAILED'))
-        throw new Error(`a bootstrap task failed:\n${spcd.output.slice(-30).join('\n')}`);
-      return computeUpSince(os, tStart);
+      // A failed bootstrap task ends the wait at once (waitFor retries a throw).
+      if (spcd?.logged('BOOTSTRAP_FAILED')) return 'bootstrap-failed';
+      return (await computeUpSince(os, tStart)) && 'up';
     },
     { timeoutMs: 1_200_000, intervalMs: 5000 },
   ).catch((e: Error) => {
     throw new Error(`${e.message}\nspcd said:\n${spcd?.output.slice(-30).join('\n') ?? ''}`);
   });
+  if (came === 'bootstrap-failed')
+    throw new Error(
+      `a bootstrap task failed:\n${spcd!.output.filter((l) => l.includes('BOOTSTRAP_FAILED')).join('\n')}`,
+    );
   console.log(`control and compute up in ${((Date.now() - tUp) / 1000).toFixed(1)} s`);
-  await os.warmNeutron();
+  // neutron-server starts after its own bootstrap tasks; Nova's server views need it.
+  await waitFor('Neutron listing networks', () => os.warmNeutron().then(() => true), {
+    timeoutMs: 900_000,
+    intervalMs: 3000,
+  });
   const guest = '/var/cache/spcd-e2e/guest';
   const rootImg = join(sb.root, 'root.img');
   writeFileSync(rootImg, Buffer.alloc(1 << 20));
