@@ -174,6 +174,33 @@ async function killMidUpgrade(container: string, image: string): Promise<Acted> 
   };
 }
 
+/**
+ * Boots a server and waits for ACTIVE. The scheduler maps a new compute host
+ * to its cell by a periodic discovery (every 10 s); a boot before that ends in
+ * ERROR "Host ... is not mapped to any cell": that server is deleted and the
+ * boot asked again.
+ */
+async function bootActive(name: string, image: string, flavor: string): Promise<string> {
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    const id = await os.boot(name, image, flavor);
+    const s = await waitFor(
+      `server ${name} ACTIVE or ERROR`,
+      async () => {
+        const x = await os.server(id);
+        return (x?.status === 'ACTIVE' || x?.status === 'ERROR') && x;
+      },
+      { timeoutMs: 600_000, intervalMs: 2000 },
+    );
+    if (s.status === 'ACTIVE') return id;
+    await os.deleteServer(id);
+    if (!/not mapped to any cell/.test(s.fault?.message ?? '') || Date.now() > deadline)
+      throw new Error(`server ${name} went to ERROR: ${JSON.stringify(s.fault)}`);
+    console.log(`server ${name}: ${s.fault?.message}; booting again`);
+    await new Promise((r) => setTimeout(r, 5000));
+  }
+}
+
 beforeAll(async () => {
   if (!CONTROL_READY) return;
   const build = await buildAll();
@@ -247,20 +274,10 @@ beforeAll(async () => {
   const flavor = await os.createFlavor(`${sb.instance}-128`, 128, 1, 1);
   made.flavor = flavor;
   const tBoot = Date.now();
-  const ids = [
-    await os.boot(`${sb.instance}-vm-1`, image, flavor),
-    await os.boot(`${sb.instance}-vm-2`, image, flavor),
-  ];
+  const ids: string[] = [];
+  for (const n of [1, 2]) ids.push(await bootActive(`${sb.instance}-vm-${n}`, image, flavor));
   for (const id of ids) {
-    const s = await waitFor(
-      `server ${id} ACTIVE`,
-      async () => {
-        const x = await os.server(id);
-        if (x?.status === 'ERROR') throw new Error(`server ${id} went to ERROR: ${JSON.stringify(x.fault)}`);
-        return x?.status === 'ACTIVE' && x;
-      },
-      { timeoutMs: 600_000, intervalMs: 2000 },
-    );
+    const s = (await os.server(id))!;
     const domain = s['OS-EXT-SRV-ATTR:instance_name']!;
     const qemu = await waitQemu(join(root, 'libvirt'), domain);
     const console_ = new ConsoleWatch(consoleLog(join(root, 'nova/instances'), id));
