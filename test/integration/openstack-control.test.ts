@@ -277,6 +277,15 @@ describe('openstack control set under spcd', () => {
       'm1.spcd',
     ]);
     expect(flavor).toMatchObject({ name: 'm1.spcd', ram: 128, vcpus: 1, disk: 0 });
+    // The flavors task again, as an upgrade's bootstrap runs it: nothing new.
+    const again = await execIn(
+      await idOf('nova_scheduler'),
+      ['python3', '/etc/nova/spcd-register.py', '/etc/nova/spcd-register.json', 'flavors'],
+      { user: 'nova', timeoutMs: 180_000 },
+    );
+    expect(again.exitCode, again.stdout + again.stderr).toBe(0);
+    expect(again.stdout).toContain('flavor m1.spcd exists');
+    expect((await json<{ Name: string }[]>(api, ['flavor', 'list'])).map((f) => f.Name)).toEqual(['m1.spcd']);
     console.log(`openstack control set: bring-up ${((Date.now() - started) / 1000).toFixed(0)} s to here`);
   }, 900_000);
 });
