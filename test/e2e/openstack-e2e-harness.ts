@@ -1,0 +1,183 @@
+/**
+ * Helpers of the OpenStack end-to-end test (test/integration/openstack-e2e.test.ts,
+ * docs/openstack-e2e.md): the image builds with their cost, the control and
+ * compute sets rendered for one run, a console watcher that stamps every
+ * `counter N` line of a guest's console.log, and the qemu process of a domain.
+ */
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  statSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { REPO } from '../support/daemon.js';
+import { buildImagesAndGuest, kv, run, startTime, type BuildCost } from './libvirt-e2e-harness.js';
+
+export const CONTROL_SET = join(REPO, 'container-sets-e2e', 'openstack', 'control.yaml');
+export const COMPUTE_SET = join(REPO, 'container-sets-e2e', 'openstack', 'compute.yaml');
+/** neutron-server alone: Nova's API needs Neutron even for servers with no network. */
+export const NETWORK_SET = join(REPO, 'container-sets-e2e', 'openstack', 'network.yaml');
+export const OPENSTACK_IMAGE = 'spcd-e2e/openstack:zed';
+/** nova_compute's upgrade target: the same image plus one label (scripts/openstack/build-next-image.sh). */
+export const OPENSTACK_NEXT_IMAGE = 'spcd-e2e/openstack:zed-next';
+
+export interface OpenStackBuild extends BuildCost {
+  readonly openstackSeconds: number;
+  readonly nextSeconds: number;
+}
+
+/** Builds or reuses every image the run needs (all cached by input hash) and the guest. */
+export async function buildAll(timeoutMs = 45 * 60_000): Promise<OpenStackBuild> {
+  const t0 = Date.now();
+  const os = await run('bash', [join(REPO, 'scripts/openstack/build-images.sh')], timeoutMs).catch(
+    (err: Error) => {
+      throw new Error(
+        `cannot build ${OPENSTACK_IMAGE} (see /var/cache/spcd-e2e/logs/openstack-zed.log): ${err.message}`,
+      );
+    },
+  );
+  const openstackSeconds = (Date.now() - t0) / 1000;
+  const t1 = Date.now();
+  const next = await run('bash', [join(REPO, 'scripts/openstack/build-next-image.sh')], 10 * 60_000);
+  const nextSeconds = (Date.now() - t1) / 1000;
+  const lv = await buildImagesAndGuest(timeoutMs);
+  const lines = [
+    ...os.stdout.split('\n').filter((l) => l.trim()),
+    ...next.stdout.split('\n').filter((l) => l.trim()),
+    ...lv.lines,
+  ];
+  return { ...lv, lines, openstackSeconds, nextSeconds };
+}
+
+/** Host folders of one run, owned as the containers need them. */
+export function prepareRoot(root: string): void {
+  const dirs: [string, number, number][] = [
+    ['mysql', 42434, 0o750],
+    ['keystone/fernet-keys', 42425, 0o700],
+    ['keystone/credential-keys', 42425, 0o700],
+    ['glance/images', 42415, 0o750],
+    ['libvirt/run/libvirt', 0, 0o755],
+    ['libvirt/var/lib/libvirt', 0, 0o755],
+    ['libvirt/etc/libvirt/qemu', 0, 0o755],
+    ['libvirt/var/cache/libvirt', 0, 0o755],
+    ['libvirt/probe', 0, 0o755],
+    ['nova/instances', 42436, 0o755],
+  ];
+  for (const [dir, uid, mode] of dirs) {
+    mkdirSync(join(root, dir), { recursive: true });
+    chownSync(join(root, dir), uid, uid);
+    chmodSync(join(root, dir), mode);
+  }
+}
+
+export interface Rendering {
+  readonly root: string;
+  /** Replaces the spcd_e2e_os_ container-name prefix. */
+  readonly prefix: string;
+  readonly runId: string;
+}
+
+/** A set file with this run's root, container names and run label. */
+export function renderSetFile(path: string, r: Rendering): string {
+  return readFileSync(path, 'utf8')
+    .split('/var/tmp/spcd-e2e-openstack')
+    .join(r.root)
+    .split('spcd_e2e_os_')
+    .join(r.prefix)
+    .replace(/spcd-e2e\.run: manual/g, `spcd-e2e.run: ${r.runId}`);
+}
+
+export interface Tick {
+  /** Host arrival time, epoch ms. */
+  readonly at: number;
+  readonly n: number;
+}
+
+/**
+ * Follows a guest's console.log (the file qemu writes with libvirt's
+ * stdio_handler=file) every 100 ms and stamps each `counter N` line.
+ */
+export class ConsoleWatch {
+  readonly ticks: Tick[] = [];
+  private offset = 0;
+  private partial = '';
+  private timer: NodeJS.Timeout;
+
+  constructor(readonly file: string) {
+    this.timer = setInterval(() => this.poll(), 100);
+  }
+
+  poll(): void {
+    if (!existsSync(this.file)) return;
+    const size = statSync(this.file).size;
+    if (size < this.offset) this.offset = 0; // truncated (a new console.log)
+    if (size === this.offset) return;
+    const fd = openSync(this.file, 'r');
+    try {
+      const buf = Buffer.alloc(size - this.offset);
+      readSync(fd, buf, 0, buf.length, this.offset);
+      this.offset = size;
+      const text = this.partial + buf.toString('latin1');
+      const lines = text.split('\n');
+      this.partial = lines.pop() ?? '';
+      const at = Date.now();
+      for (const l of lines) {
+        const m = /counter (\d+)/.exec(l);
+        if (m) this.ticks.push({ at, n: Number(m[1]) });
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  last(): number {
+    return this.ticks.at(-1)?.n ?? -1;
+  }
+
+  /** Counter values missing (or going backwards) among the lines stamped since `fromMs`; the longest gap. */
+  continuity(fromMs: number): { missing: number; maxGapS: number; from: number; to: number; lines: number } {
+    const t = this.ticks.filter((x) => x.at >= fromMs);
+    let missing = 0;
+    let maxGap = 0;
+    for (let i = 1; i < t.length; i++) {
+      const a = t[i - 1]!;
+      const b = t[i]!;
+      if (b.n !== a.n + 1) missing += b.n > a.n ? b.n - a.n - 1 : 1_000_000;
+      maxGap = Math.max(maxGap, (b.at - a.at) / 1000);
+    }
+    return { missing, maxGapS: maxGap, from: t[0]?.n ?? -1, to: t.at(-1)?.n ?? -1, lines: t.length };
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+export interface QemuProcess {
+  readonly pid: number;
+  readonly start: string;
+}
+
+/** The qemu of a domain, from libvirt's pid file in the bound /run/libvirt, checked against /proc. */
+export function qemuOf(libvirtRoot: string, domain: string): QemuProcess | undefined {
+  const file = join(libvirtRoot, 'run/libvirt/qemu', `${domain}.pid`);
+  if (!existsSync(file)) return undefined;
+  const pid = Number(readFileSync(file, 'utf8').replace(/\D/g, ''));
+  let cmdline = '';
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  if (!cmdline.includes(`guest=${domain}`)) return undefined;
+  const start = startTime(pid);
+  return start ? { pid, start } : undefined;
+}
+
+export { kv, run };

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# npm run e2e:openstack — the OpenStack end-to-end test on its own (issue #12,
+# docs/openstack-e2e.md): builds or reuses the images and the guest (inside
+# the test; all cached by input hash), runs
+# test/integration/openstack-e2e.test.ts through vitest, and prints the total
+# time and the summary line LAST:
+#   openstack_vms_survived=K/N nova_managed_after=0|1 census_mismatches=M max_libvirt_window_s=X max_compute_up_s=Y
+# Exit status: vitest's (0 when every test passed), non-zero on any lost VM.
+# Environment: SPCD_E2E_CACHE (image/guest cache, default /var/cache/spcd-e2e),
+#   SPCD_E2E_FORCE=1 (rebuild the images and the guest).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+npm run build >/dev/null || exit 1
+summary=$(mktemp /tmp/spcd-e2e-summary.XXXXXX)
+trap 'rm -f "$summary"' EXIT
+t0=$EPOCHREALTIME
+SPCD_E2E_SUMMARY="$summary" npx vitest run --project integration test/integration/openstack-e2e.test.ts 2>&1
+rc=$?
+awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "e2e_openstack_wall_s=%.1f\n", b - a }'
+if [ -s "$summary" ]; then
+  tail -n 1 "$summary"
+  grep -q '^openstack_vms_survived=\([0-9]*\)/\1 nova_managed_after=1 census_mismatches=0 ' "$summary" || [ "$rc" != 0 ] || rc=1
+else
+  # The test did not get as far as its summary (e.g. vitest could not start).
+  echo "openstack_vms_survived=0/10 nova_managed_after=0 census_mismatches=0 max_libvirt_window_s=nan max_compute_up_s=nan"
+  [ "$rc" != 0 ] || rc=1
+fi
+exit "$rc"
