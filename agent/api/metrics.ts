@@ -41,7 +41,7 @@ export const CONTAINER_STATES: readonly ContainerState[] = [
   'quarantined',
   'unknown',
 ];
-const HEALTHS: readonly HealthState[] = ['healthy', 'unhealthy', 'starting', 'unknown', 'none'];
+export const HEALTH_STATES: readonly HealthState[] = ['healthy', 'unhealthy', 'starting', 'unknown', 'none'];
 
 /** Every container the status shows: the defined ones and those retained without a definition. */
 export function allContainers(status: Pick<StatusView, 'sets' | 'retained'>): ContainerStatus[] {
@@ -98,7 +98,9 @@ export function registerContainerMetrics(registry: MetricsRegistry, status: Stat
       help: '1 for the health each container reports, 0 for the others.',
       labels: ['container', 'set', 'health'],
     },
-    each((c, base) => HEALTHS.map((h) => ({ labels: { ...base, health: h }, value: +(c.health === h) }))),
+    each((c, base) =>
+      HEALTH_STATES.map((h) => ({ labels: { ...base, health: h }, value: +(c.health === h) })),
+    ),
   );
   registry.collect(
     'counter',

@@ -5,6 +5,7 @@
  * are validated against these (test/support/api-contract.ts).
  */
 import { ERRORS } from '../../errors.js';
+import { CONTAINER_STATES, HEALTH_STATES } from '../metrics.js';
 import { eventSchemas } from './events.js';
 import {
   anyObject,
@@ -19,20 +20,6 @@ import {
   str,
   type Schema,
 } from './schema.js';
-
-const CONTAINER_STATES = [
-  'running',
-  'starting',
-  'stopped',
-  'exited',
-  'crash-looping',
-  'failed',
-  'missing',
-  'upgrading',
-  'quarantined',
-  'unknown',
-] as const;
-const HEALTH_STATES = ['healthy', 'unhealthy', 'starting', 'unknown', 'none'] as const;
 
 const ErrorView = obj({ code: str(), message: str(), at: isoTime });
 
