@@ -25,10 +25,7 @@ const SHIPPED_SETS = [
 ];
 const SHIPPED_OVERRIDES = ['container-sets/hosts/no-privileged.yaml'];
 /** Other valid sets: they must validate too. */
-const OTHER_SETS = [
-  'test/fixtures/spec/good/compute.yaml',
-  'test/fixtures/spec/good/demo.yml',
-];
+const OTHER_SETS = ['test/fixtures/spec/good/compute.yaml', 'test/fixtures/spec/good/demo.yml'];
 
 const read = (file: string): string => readFileSync(join(REPO_ROOT, file), 'utf8');
 const ajv = new Ajv2020({ allErrors: true });
