@@ -17,8 +17,10 @@ export class PassLoop {
       readonly body: () => Promise<number>;
       /** The delay after a pass that ended without one. */
       readonly idleMs: number;
-      /** Passes are scheduled only while this holds. */
+      /** Passes are scheduled and run only while this holds. */
       readonly active: () => boolean;
+      /** A scheduled pass that threw (an awaited run() throws to its caller instead). */
+      readonly onError: (err: unknown) => void;
     },
   ) {}
 
@@ -39,6 +41,7 @@ export class PassLoop {
 
   /** Runs a pass now, or queues one when a pass runs. */
   async run(): Promise<void> {
+    if (!this.d.active()) return;
     if (this.running) {
       this.queued = true;
       return;
@@ -67,7 +70,7 @@ export class PassLoop {
     this.cancelTimer?.();
     this.cancelTimer = this.d.clock.setTimer(ms, () => {
       this.cancelTimer = undefined;
-      void this.run();
+      this.run().catch((err: unknown) => this.d.onError(err));
     });
   }
 }

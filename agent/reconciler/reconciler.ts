@@ -111,6 +111,11 @@ export class Reconciler {
       body: () => this.pass(),
       idleMs: deps.relistMs,
       active: () => this.lifecycle === 'running',
+      // A pass that threw is logged; the loop schedules the next one as after any pass.
+      onError: (err) => {
+        const e = toSpcdError(err);
+        if (this.lifecycle === 'running') deps.log.error({ err: e.message, code: e.code }, 'pass failed');
+      },
     });
     this.exitDeps = {
       state: deps.exec.state,
