@@ -3,10 +3,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { recoverJournal, retryQuarantined } from '../../agent/executor/recover.js';
 import { specHash } from '../../agent/model/hash.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
-import type { ContainerSpec } from '../../agent/model/spec.js';
 import type { JournalEntry, UpgradeStep } from '../../agent/state/journal.js';
 import { FakeProcess, INSTANCE } from '../support/fake-executor.js';
-import { containerSpec } from '../support/spec.js';
+import { engineView, NEXT, OLD } from '../support/upgrade-fixture.js';
 
 /**
  * Journal recovery from each journaled step, with the engine as a kill in the
@@ -14,9 +13,6 @@ import { containerSpec } from '../support/spec.js';
  * failpoints, between steps). The journal and state are real files; the
  * engine is the fake one, shared by the dead process and the next. No Docker.
  */
-const OLD = containerSpec('svc', { image: 'img:1' });
-const NEXT: ContainerSpec = { ...OLD, image: 'img:2' };
-
 let proc: FakeProcess | undefined;
 afterEach(async () => {
   await proc?.close();
@@ -46,13 +42,6 @@ interface Want {
   readonly outcome: string;
   /** The reason a quarantine gives (the entry stays for the operator). */
   readonly reason?: RegExp;
-}
-
-function engineView(p: FakeProcess): string[] {
-  return [...p.engine.containers.values()]
-    .filter((c) => c.identity.instance === INSTANCE)
-    .map((c) => `${c.name}:${c.state}:g${c.identity.generation}`)
-    .sort();
 }
 
 /** Leaves the engine, state and journal as a process killed in `left.step` would; returns the next process. */
