@@ -7,9 +7,8 @@
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
-import { call } from '../support/api-http.js';
+import { call, openEvents, type EventsTap } from '../support/api-http.js';
 import { REPO } from '../support/daemon.js';
 import { waitFor } from '../support/wait.js';
 
@@ -178,35 +177,20 @@ export interface SpcdEventLine {
   readonly added?: readonly string[];
 }
 
-/** A client of GET /v1/events: keeps every event it has read. */
+/**
+ * A client of GET /v1/events (test/support/api-http.ts's openEvents): keeps
+ * every event it has read; close() throws when a line broke the API document.
+ */
 export class EventTap {
-  readonly events: SpcdEventLine[] = [];
-  private closeFn: () => void = () => undefined;
+  private constructor(private readonly tap: EventsTap) {}
 
   static async open(socketPath: string): Promise<EventTap> {
-    const tap = new EventTap();
-    await new Promise<void>((resolve, reject) => {
-      const req = request({ socketPath, method: 'GET', path: '/v1/events' }, (res) => {
-        if (res.statusCode !== 200) return reject(new Error(`/v1/events answered ${res.statusCode}`));
-        let buf = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          buf += c;
-          let i: number;
-          while ((i = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, i);
-            buf = buf.slice(i + 1);
-            if (line.trim()) tap.events.push(JSON.parse(line) as SpcdEventLine);
-          }
-        });
-        res.on('error', () => undefined);
-        resolve();
-      });
-      req.on('error', reject);
-      req.end();
-      tap.closeFn = () => req.destroy();
-    });
-    return tap;
+    return new EventTap(await openEvents(socketPath));
+  }
+
+  /** Each line was checked against the document's EventLine schema as it came (see close()). */
+  get events(): readonly SpcdEventLine[] {
+    return this.tap.events as unknown as readonly SpcdEventLine[];
   }
 
   find(pred: (e: SpcdEventLine) => boolean): SpcdEventLine | undefined {
@@ -230,7 +214,7 @@ export class EventTap {
   }
 
   close(): void {
-    this.closeFn();
+    this.tap.close();
   }
 }
 

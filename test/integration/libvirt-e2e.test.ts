@@ -115,13 +115,7 @@ function recordId(id: string | null | undefined): void {
 async function startSpcd(env: NodeJS.ProcessEnv = {}): Promise<void> {
   const p = SpcdProcess.start(sb, SPCD_ARGS, env);
   spcd = p;
-  // ready() alone would wait out its deadline when spcd exits at once.
-  await Promise.race([
-    p.ready(120_000),
-    p.wait().then((code) => {
-      throw new Error(`spcd exited ${code} before it was ready:\n${p.output.slice(-15).join('\n')}`);
-    }),
-  ]);
+  await p.readyOrExit(120_000);
   tap = await EventTap.open(sb.socket);
 }
 
@@ -477,12 +471,8 @@ describe('a real qemu guest survives libvirt container changes made through spcd
         image: IMAGE_11,
         expectedGeneration: before.generation,
       });
-      await Promise.race([
-        spcd!.wait(),
-        new Promise((_, rej) =>
-          setTimeout(() => rej(new Error('spcd did not reach the failpoint')), 240_000),
-        ),
-      ]);
+      if ((await spcd!.exitWithin(240_000)) === 'still running')
+        throw new Error('spcd did not reach the failpoint');
       expect(spcd!.child.signalCode).toBe('SIGKILL');
       const stop = tap!.find(
         (e) =>

@@ -22,9 +22,6 @@ const fresh = (prefix: string): Sandbox => {
   sandboxes.push(sb);
   return sb;
 };
-/** The exit code, or 'still running' after ms. */
-const exitWithin = (p: SpcdProcess, ms: number): Promise<number | null | 'still running'> =>
-  Promise.race([p.wait(), new Promise<'still running'>((r) => setTimeout(() => r('still running'), ms))]);
 /** An engine socket nobody listens on: spcd waits for the engine. */
 const noEngine = (sb: Sandbox): string[] => ['--docker-socket', join(sb.root, 'no-docker.sock')];
 
@@ -58,7 +55,7 @@ describe('spcd start-up and shutdown', () => {
     expect(spcd.logged('"spcd ready"')).toBe(false);
     const t0 = Date.now();
     spcd.child.kill('SIGTERM');
-    const code = await exitWithin(spcd, 20_000);
+    const code = await spcd.exitWithin(20_000);
     expect(code).toBe(0);
     expect(Date.now() - t0).toBeLessThan(20_000);
     expect(existsSync(sb.socket)).toBe(false);
@@ -78,7 +75,7 @@ describe('spcd start-up and shutdown', () => {
     writeFileSync(join(sb.stateDir, 'journal'), 'not a directory\n');
     await engine.up();
     try {
-      const code = await exitWithin(spcd, 30_000);
+      const code = await spcd.exitWithin(30_000);
       expect(code).toBe(1);
     } finally {
       await engine.down();
@@ -94,7 +91,7 @@ describe('spcd start-up and shutdown', () => {
     await waitFor('first listening', () => first.logged('"API listening"') || first.child.exitCode !== null);
     const other = { ...sb, socket: join(sb.root, 'run2', 'spcd.sock') };
     const second = start(other, noEngine(sb));
-    expect(await exitWithin(second, 30_000)).toBe(1);
+    expect(await second.exitWithin(30_000)).toBe(1);
     const line = second.output.find((l) => l.includes('STATE_LOCKED'));
     expect(line).toContain(sb.stateDir);
     expect(line).toContain(`PID ${first.child.pid}`);
@@ -136,7 +133,7 @@ describe('spcd start-up and shutdown', () => {
     });
     await waitFor('the check is in flight', () => checkSleeps(id).length > 0);
     spcd.child.kill('SIGTERM');
-    expect(await exitWithin(spcd, 30_000)).toBe(0);
+    expect(await spcd.exitWithin(30_000)).toBe(0);
     expect(checkSleeps(id)).toEqual([]);
     expect((await inspect(name))?.State.Running).toBe(true);
   });

@@ -79,12 +79,7 @@ const name = (svc: string): string => `${prefix}${svc}`;
 async function startSpcd(env: NodeJS.ProcessEnv = {}): Promise<void> {
   const p = SpcdProcess.start(sb, SPCD_ARGS, env);
   spcd = p;
-  await Promise.race([
-    p.ready(300_000),
-    p.wait().then((code) => {
-      throw new Error(`spcd exited ${code} before it was ready:\n${p.output.slice(-15).join('\n')}`);
-    }),
-  ]);
+  await p.readyOrExit(300_000);
   tap = await EventTap.open(sb.socket);
 }
 
@@ -139,10 +134,8 @@ async function killMidUpgrade(container: string, image: string): Promise<Acted> 
     image,
     expectedGeneration: before.generation,
   });
-  await Promise.race([
-    spcd!.wait(),
-    new Promise((_, rej) => setTimeout(() => rej(new Error('spcd did not reach the failpoint')), 600_000)),
-  ]);
+  if ((await spcd!.exitWithin(600_000)) === 'still running')
+    throw new Error('spcd did not reach the failpoint');
   expect(spcd!.child.signalCode).toBe('SIGKILL');
   const stop = tap!.find(
     (e) =>

@@ -4,6 +4,7 @@ import { request, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ApiHandler } from '../../agent/api/handler.js';
+import { lineSplitter } from '../../agent/engine/lines.js';
 import { compileLimits, type ApiLimits } from '../../agent/api/limits.js';
 import { makeServer } from '../../agent/api/socket.js';
 import { apiContract } from './api-contract.js';
@@ -108,23 +109,22 @@ export function openEvents(socketPath: string): Promise<EventsTap & { problems: 
   return new Promise((resolve, reject) => {
     const req = request({ socketPath, method: 'GET', path: '/v1/events' }, (res) => {
       if (res.statusCode !== 200) return reject(new Error(`/v1/events answered ${res.statusCode}`));
-      let buf = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => {
-        buf += c;
-        let i: number;
-        while ((i = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, i);
-          buf = buf.slice(i + 1);
-          if (line.trim() === '') continue;
+      // Cut as the engine cuts Docker's event stream (agent/engine/lines.ts).
+      res.on(
+        'data',
+        lineSplitter((line) => {
           try {
             apiContract().checkEventLine(line);
           } catch (err) {
             problems.push((err as Error).message);
           }
-          events.push(JSON.parse(line) as Record<string, unknown>);
-        }
-      });
+          try {
+            events.push(JSON.parse(line) as Record<string, unknown>);
+          } catch {
+            problems.push(`not JSON: ${line.slice(0, 200)}`);
+          }
+        }),
+      );
       res.on('error', () => undefined);
       resolve({
         events,

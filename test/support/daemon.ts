@@ -45,10 +45,14 @@ export function capsOverride(sb: Sandbox, names: string[]): string {
   return path;
 }
 
+/** The line spcd logs once its first pass converged. */
+const READY = '"spcd ready"';
+
 /** A real spcd process (bin/spcd.js on the built dist/), as operators run it. */
 export class SpcdProcess {
   readonly output: string[] = [];
   private exited: Promise<number | null>;
+  private closed = false;
 
   private constructor(readonly child: ChildProcess) {
     const collect = (b: Buffer): void => {
@@ -57,6 +61,7 @@ export class SpcdProcess {
     child.stdout?.on('data', collect);
     child.stderr?.on('data', collect);
     this.exited = new Promise((r) => child.on('exit', (code) => r(code)));
+    child.on('close', () => (this.closed = true));
   }
 
   static start(sb: Sandbox, extra: string[] = [], env: NodeJS.ProcessEnv = {}): SpcdProcess {
@@ -86,17 +91,25 @@ export class SpcdProcess {
     return new SpcdProcess(child);
   }
 
-  /** Resolves when the log says spcd converged its first pass. */
-  async ready(timeoutMs = 30_000): Promise<void> {
-    await waitFor('spcd ready', () => this.output.some((l) => l.includes('"spcd ready"')) || this.fail(), {
-      timeoutMs,
-    });
+  /**
+   * Resolves when the log says spcd converged its first pass. When spcd exits
+   * first it rejects at once, with the exit code (or signal) and the tail of
+   * its output, instead of waiting out the deadline.
+   */
+  async readyOrExit(timeoutMs: number): Promise<void> {
+    const ended = (): boolean => this.child.exitCode !== null || this.child.signalCode !== null;
+    await waitFor('spcd ready', () => this.logged(READY) || ended(), { timeoutMs });
+    if (this.logged(READY)) return;
+    // 'close' comes after 'exit' once stdout and stderr are read to their end: the tail is complete.
+    await waitFor('spcd output to end', () => this.closed, { timeoutMs: 10_000 }).catch(() => undefined);
+    throw new Error(
+      `spcd exited ${this.child.signalCode ?? this.child.exitCode} before it was ready:\n${this.output.slice(-30).join('\n')}`,
+    );
   }
 
-  private fail(): false {
-    if (this.child.exitCode !== null)
-      throw new Error(`spcd exited ${this.child.exitCode}:\n${this.output.slice(-30).join('\n')}`);
-    return false;
+  /** readyOrExit with the deadline most tests want. */
+  ready(timeoutMs = 30_000): Promise<void> {
+    return this.readyOrExit(timeoutMs);
   }
 
   logged(fragment: string): boolean {
@@ -115,5 +128,16 @@ export class SpcdProcess {
 
   wait(): Promise<number | null> {
     return this.exited;
+  }
+
+  /** The exit code, or 'still running' when spcd has not exited after ms. */
+  async exitWithin(ms: number): Promise<number | null | 'still running'> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'still running'>((r) => (timer = setTimeout(() => r('still running'), ms)));
+    try {
+      return await Promise.race([this.exited, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }
