@@ -71,8 +71,25 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
+/**
+ * Creates a state folder (and its parents). A path that cannot be one (a
+ * regular file in the way, no permission, a read-only file system) is
+ * STATE_WRITE_FAILED naming the folder and the errno, not a bare EEXIST.
+ */
 export async function ensureDir(dir: string, mode = 0o700): Promise<void> {
-  await mkdir(dir, { recursive: true, mode });
+  try {
+    await mkdir(dir, { recursive: true, mode });
+  } catch (err) {
+    const errno = (err as NodeJS.ErrnoException).code;
+    const why =
+      errno === 'EEXIST' || errno === 'ENOTDIR' ? 'a file is in the way of this folder or a parent' : errno;
+    throw new SpcdError(
+      'STATE_WRITE_FAILED',
+      `cannot create the state folder ${dir}: ${why ?? String(err)}`,
+      { path: dir, ...(typeof errno === 'string' ? { errno } : {}) },
+      { cause: err },
+    );
+  }
 }
 
 /** Reads and parses a JSON file; undefined when absent, STATE_CORRUPT when unparseable. */

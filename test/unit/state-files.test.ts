@@ -5,6 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isSpcdError } from '../../agent/errors.js';
 import { nodeStateFs, type StateFs } from '../../agent/state/atomic.js';
 import { StateStore } from '../../agent/state/store.js';
+import { StateDirLock } from '../../agent/state/lock.js';
+import { Journal } from '../../agent/state/journal.js';
 import { containerSpec } from '../support/spec.js';
 
 /**
@@ -159,5 +161,31 @@ describe('a state write never tears state.json', () => {
     expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({
       containers: { api: { nextGeneration: 3 } },
     });
+  });
+});
+
+describe('a state folder that cannot be one', () => {
+  it('a regular file where the state folder should be: STATE_WRITE_FAILED naming the folder, not a bare EEXIST', async () => {
+    const blocked = join(dir, 'not-a-folder');
+    writeFileSync(blocked, 'x');
+    const err: unknown = await new StateDirLock(blocked).acquire().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isSpcdError(err) && err.code).toBe('STATE_WRITE_FAILED');
+    expect(isSpcdError(err) && err.details).toMatchObject({ path: blocked, errno: 'EEXIST' });
+    expect((err as Error).message).toContain(`cannot create the state folder ${blocked}`);
+    expect(readFileSync(blocked, 'utf8')).toBe('x');
+  });
+
+  it('a file in the way of a parent folder: named the same way (ENOTDIR)', async () => {
+    writeFileSync(join(dir, 'file'), 'x');
+    const below = join(dir, 'file', 'journal');
+    const err: unknown = await new Journal(join(dir, 'file')).init().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isSpcdError(err) && err.code).toBe('STATE_WRITE_FAILED');
+    expect(isSpcdError(err) && err.details).toMatchObject({ path: below });
   });
 });
