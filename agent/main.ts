@@ -12,7 +12,7 @@ import { buildDaemon, describeStartupError, packageVersion, type Daemon } from '
 import { Components } from './daemon/lifecycle.js';
 import { parseSettings, usage } from './daemon/settings.js';
 import { serveApi } from './daemon/serve-api.js';
-import { SdNotify } from './daemon/sdnotify.js';
+import { SdNotify } from './host/sdnotify.js';
 import { StateDirLock } from './state/lock.js';
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
