@@ -3,7 +3,6 @@ import { hostname } from 'node:os';
 import type { Logger } from '../log.js';
 import { systemClock, type Clock } from '../model/clock.js';
 import { EventBus } from '../model/events.js';
-import { allContainers } from '../model/spec.js';
 import { DockerEngine } from '../engine/docker.js';
 import { HealthManager } from '../health/manager.js';
 import { envFailpoint } from '../executor/failpoint.js';
@@ -27,8 +26,8 @@ import { DaemonActions } from './actions.js';
 import { Converge } from './converge.js';
 import { desiredContainers, heldContainers, stalePins } from './desired.js';
 import type { Component } from './lifecycle.js';
+import { startupComponents } from './components.js';
 import { Operations } from './operations.js';
-import { serveApi } from './serve-api.js';
 import type { Settings } from './settings.js';
 
 export interface DaemonParts {
@@ -224,65 +223,6 @@ export function buildDaemon(
       for (const image of new Set(images)) await resolveImage(exec, image, 'missing', operationId);
     },
   };
-  let api: { close(): Promise<void> } | undefined;
-  let kube: { stop(): Promise<void> } | undefined;
-  const nothing = (): Promise<void> => Promise.resolve();
-  const components: Component[] = [
-    {
-      name: 'state',
-      start: async () => {
-        const lost = await state.load(new Date(clock.now()));
-        if (lost) log.error({ ...lost }, 'state.json unusable: set aside, rebuilding from container labels');
-      },
-      stop: nothing,
-    },
-    { name: 'journal', start: () => journal.init(), stop: nothing },
-    // Kills the execs of checks in flight and waits for them.
-    { name: 'health', start: nothing, stop: () => health.close() },
-    {
-      name: 'definitions',
-      start: async () => {
-        await definitions.open();
-        if (!definitions.error)
-          log.info(
-            {
-              instance: settings.instance,
-              containers: allContainers(definitions.current.sets).length,
-              version,
-            },
-            'definitions loaded',
-          );
-      },
-      // A reload retry still waiting runs no more.
-      stop: async () => definitions.close(),
-    },
-    {
-      name: 'api',
-      start: async () => {
-        api = await serveApi(parts);
-      },
-      stop: async () => api?.close(),
-    },
-    // Stops the loop; in-flight operations finish, containers keep running.
-    converge,
-    {
-      name: 'kube',
-      start: async () => {
-        if (!settings.kube || !settings.nodeName) return;
-        try {
-          // Loaded only when enabled: the Kubernetes client alone costs ~75 MB of RSS.
-          const { startKubeIntegration } = await import('./kube-wiring.js');
-          kube = await startKubeIntegration(parts, settings.kube, settings.nodeName);
-        } catch (err) {
-          // Kubernetes is for reporting and fleet pacing: the containers do not depend on it.
-          log.error(
-            { err: (err as Error).message },
-            'kubernetes integration did not start; continuing without it',
-          );
-        }
-      },
-      stop: async () => kube?.stop(),
-    },
-  ];
+  const components = startupComponents({ parts, journal, definitions, converge, version });
   return { ...parts, components };
 }
