@@ -8,7 +8,7 @@
  */
 import { createLogger } from './log.js';
 import { SpcdError } from './errors.js';
-import { buildDaemon, packageVersion } from './daemon/daemon.js';
+import { buildDaemon, packageVersion, type Daemon } from './daemon/daemon.js';
 import { describeStartupError } from './daemon/startup-error.js';
 import { Components } from './daemon/lifecycle.js';
 import { parseSettings, usage } from './daemon/settings.js';
@@ -47,7 +47,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
 
   const lock = new StateDirLock(cfg.stateDir);
   // Built without opening anything: the list below is whole before the first await.
-  const daemon = buildDaemon(cfg, log, { env, onHeartbeat });
+  let daemon: Daemon;
+  try {
+    daemon = buildDaemon(cfg, log, { env, onHeartbeat });
+  } catch (err) {
+    process.stderr.write(`spcd: cannot start (build): ${describeStartupError(err)}\n`);
+    return 1;
+  }
   const components = new Components(
     [{ name: 'state-lock', start: () => lock.acquire(), stop: () => lock.release() }, ...daemon.components],
     log,
