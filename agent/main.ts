@@ -8,11 +8,11 @@
  */
 import { createLogger } from './log.js';
 import { SpcdError } from './errors.js';
-import { buildDaemon, describeStartupError, packageVersion, type Daemon } from './daemon/daemon.js';
+import { buildDaemon, packageVersion, type Daemon } from './daemon/daemon.js';
+import { describeStartupError } from './daemon/startup-error.js';
 import { Components } from './daemon/lifecycle.js';
 import { parseSettings, usage } from './daemon/settings.js';
-import { serveApi } from './daemon/serve-api.js';
-import { SdNotify } from './daemon/sdnotify.js';
+import { SdNotify } from './host/sdnotify.js';
 import { StateDirLock } from './state/lock.js';
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -46,52 +46,16 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   };
 
   const lock = new StateDirLock(cfg.stateDir);
-  let daemon: Daemon | undefined;
-  let api: { close(): Promise<void> } | undefined;
-  let kube: { stop(): Promise<void> } | undefined;
+  // Built without opening anything: the list below is whole before the first await.
+  let daemon: Daemon;
+  try {
+    daemon = buildDaemon(cfg, log, { env, onHeartbeat });
+  } catch (err) {
+    process.stderr.write(`spcd: cannot start (build): ${describeStartupError(err)}\n`);
+    return 1;
+  }
   const components = new Components(
-    [
-      { name: 'state-lock', start: () => lock.acquire(), stop: () => lock.release() },
-      {
-        name: 'daemon',
-        start: async () => {
-          daemon = await buildDaemon(cfg, log, { env, onHeartbeat });
-        },
-        // Stops the loop and closes the health workers, killing in-flight check execs.
-        stop: async () => daemon?.stop(),
-      },
-      {
-        name: 'api',
-        start: async () => {
-          api = await serveApi(daemon!);
-        },
-        stop: async () => api?.close(),
-      },
-      {
-        name: 'converge',
-        start: async () => daemon!.start(),
-        interrupt: () => void daemon?.reconciler.stop(),
-        stop: async () => daemon?.reconciler.stop(),
-      },
-      {
-        name: 'kube',
-        start: async () => {
-          if (!cfg.kube || !cfg.nodeName) return;
-          try {
-            // Loaded only when enabled: the Kubernetes client alone costs ~75 MB of RSS.
-            const { startKubeIntegration } = await import('./daemon/kube-wiring.js');
-            kube = await startKubeIntegration(daemon!, cfg.kube, cfg.nodeName);
-          } catch (err) {
-            // Kubernetes is for reporting and fleet pacing: the containers do not depend on it.
-            log.error(
-              { err: (err as Error).message },
-              'kubernetes integration did not start; continuing without it',
-            );
-          }
-        },
-        stop: async () => kube?.stop(),
-      },
-    ],
+    [{ name: 'state-lock', start: () => lock.acquire(), stop: () => lock.release() }, ...daemon.components],
     log,
   );
 
@@ -109,7 +73,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   });
   process.on('SIGHUP', () => {
     log.info('SIGHUP: reloading definitions');
-    void daemon?.actions.reload().catch(() => undefined);
+    // Before start-up has read the definitions there is nothing to reload (it refuses).
+    void daemon.actions.reload().catch(() => undefined);
   });
 
   const outcome = await components.start();

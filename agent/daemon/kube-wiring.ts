@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { SpcdError } from '../errors.js';
 import { startKube } from '../kube/integration.js';
 import type { DesiredDocument } from '../rollout/backend.js';
-import { applyClusterGlobals } from './cluster-globals.js';
+import { applyClusterGlobals } from '../config/cluster-globals.js';
 import type { DaemonParts } from './daemon.js';
 
 /** Connects the daemon to the kube/ room: its status, its events, and upgrades on request of the fleet. */

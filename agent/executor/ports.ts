@@ -49,7 +49,7 @@ export interface VmProbe {
 
 /**
  * Sees from the host when a stopping container has no process left, before
- * the engine has finished recording the stop (agent/daemon/exit-watch.ts).
+ * the engine has finished recording the stop (agent/host/exit-watch.ts).
  */
 export interface ExitWatch {
   /**

@@ -30,7 +30,7 @@ export async function runPreflight(deps: PreflightDeps): Promise<PreflightReport
   const devRoot = deps.devRoot ?? '/dev';
   const runRoot = deps.runRoot ?? '/run';
   const freeBytes = deps.freeBytes ?? freeBytesAt;
-  const docker = await deps.dockerInfo().catch(() => undefined);
+  const docker = await deps.engine.info().catch(() => undefined);
   const imagesDir = docker?.rootDir ?? '/var/lib/docker';
 
   const [virt, mods, libvirtd, cgroups, clock, host, imagesFree, stateFree] = await Promise.all([

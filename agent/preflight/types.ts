@@ -39,8 +39,8 @@ export interface PreflightDeps {
   readonly devRoot?: string;
   /** Default /run (for systemd's timesync marker). */
   readonly runRoot?: string;
-  /** The engine's facts (the engine room provides them); undefined when it does not answer. */
-  readonly dockerInfo: () => Promise<DockerInfoLite | undefined>;
+  /** The engine (agent/engine/ provides it): its facts; a call that fails means it does not answer. */
+  readonly engine: { info(): Promise<DockerInfoLite> };
   readonly stateDir: string;
   /** ms since epoch. */
   readonly now: () => number;

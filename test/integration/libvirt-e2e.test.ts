@@ -30,7 +30,7 @@ import {
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ProcVmProbe } from '../../agent/daemon/vm-probe.js';
+import { ProcVmProbe } from '../../agent/host/vm-probe.js';
 import {
   buildImagesAndGuest,
   EventTap,

@@ -3,7 +3,7 @@ import { SpcdError } from '../../agent/errors.js';
 import type { ExecRequest, ExecResult } from '../../agent/engine/types.js';
 import { censusAfter, censusBefore } from '../../agent/executor/census.js';
 import type { ExecutorDeps } from '../../agent/executor/ports.js';
-import { CensusLedger } from '../../agent/daemon/census-ledger.js';
+import { CensusLedger } from '../../agent/status/census-ledger.js';
 import { silentLogger } from '../../agent/log.js';
 import { compareCensus, describeMismatch, parseCensusListing } from '../../agent/model/census.js';
 import { EventBus, type SpcdEvent } from '../../agent/model/events.js';

@@ -1,5 +1,5 @@
 /**
- * CgroupExitWatch (agent/daemon/exit-watch.ts) on a fake /proc and cgroup
+ * CgroupExitWatch (agent/host/exit-watch.ts) on a fake /proc and cgroup
  * tree: it follows the cgroup runc kills through (v1 devices, else v2), only
  * when that cgroup names the container and lists its process, and says
  * "gone" once every process in it has exited (zombies count as exited) or
@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CgroupExitWatch, EXIT_POLL_MS } from '../../agent/daemon/exit-watch.js';
+import { CgroupExitWatch, EXIT_POLL_MS } from '../../agent/host/exit-watch.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 const ID = 'c0ffee'.repeat(10) + 'abcd';

@@ -59,6 +59,42 @@ describe('Components', () => {
     expect(calls).toEqual(['start a', 'start b', 'interrupt b', 'stop b', 'stop a']);
   });
 
+  it('a failure at each position closes exactly the components opened, the failed one included, newest first', async () => {
+    const names = ['a', 'b', 'c', 'd'];
+    for (let at = 0; at < names.length; at++) {
+      const calls: string[] = [];
+      const c = new Components(
+        names.map((n, i) => part(n, calls, { fail: i === at })),
+        log,
+      );
+      expect(await c.start()).toMatchObject({ kind: 'failed', component: names[at] });
+      const opened = names.slice(0, at + 1);
+      expect(calls).toEqual([
+        ...opened.map((n) => `start ${n}`),
+        ...[...opened].reverse().map((n) => `stop ${n}`),
+      ]);
+      // Stopping again (SIGTERM after a failed start-up) closes nothing twice.
+      await c.stop();
+      expect(calls).toHaveLength(opened.length * 2);
+    }
+  });
+
+  it('a stop that throws in the middle: the older components still close, in order', async () => {
+    const calls: string[] = [];
+    const bad: Component = {
+      name: 'bad',
+      start: async () => undefined,
+      stop: async () => {
+        calls.push('stop bad');
+        throw new Error('x');
+      },
+    };
+    const c = new Components([part('a', calls), part('b', calls), bad, part('c', calls)], log);
+    expect(await c.start()).toEqual({ kind: 'started' });
+    await c.stop();
+    expect(calls).toEqual(['start a', 'start b', 'start c', 'stop c', 'stop bad', 'stop b', 'stop a']);
+  });
+
   it('a stop that throws does not keep the others open', async () => {
     const calls: string[] = [];
     const bad: Component = {

@@ -8,7 +8,7 @@ import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../agent/api/handler.js';
 import { MetricsRegistry } from '../../agent/api/registry.js';
-import { registerDaemonMetrics } from '../../agent/daemon/metrics.js';
+import { registerDaemonMetrics } from '../../agent/status/metrics.js';
 import { silentLogger } from '../../agent/log.js';
 import { EventBus } from '../../agent/model/events.js';
 import { FakeActions, FakeStatus } from '../support/api-fakes.js';

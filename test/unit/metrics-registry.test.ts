@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MetricsRegistry } from '../../agent/api/registry.js';
 import { registerContainerMetrics } from '../../agent/api/metrics.js';
 import type { StatusView } from '../../agent/api/types.js';
-import { registerDaemonMetrics } from '../../agent/daemon/metrics.js';
+import { registerDaemonMetrics } from '../../agent/status/metrics.js';
 import { isSpcdError } from '../../agent/errors.js';
 import { EventBus } from '../../agent/model/events.js';
 import { demoContainer, FakeStatus } from '../support/api-fakes.js';

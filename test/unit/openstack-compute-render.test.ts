@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { TemplateConfig } from '../../agent/daemon/config.js';
+import { TemplateConfig } from '../../agent/config/template-config.js';
 import { silentLogger } from '../../agent/log.js';
 import { allContainers } from '../../agent/model/spec.js';
 import { renderedFileMap } from '../../agent/render/renderer.js';

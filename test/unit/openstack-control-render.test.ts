@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { TemplateConfig } from '../../agent/daemon/config.js';
+import { TemplateConfig } from '../../agent/config/template-config.js';
 import { silentLogger } from '../../agent/log.js';
 import { allContainers, hasKollaConfig, type ContainerSpec } from '../../agent/model/spec.js';
 import { renderedFileMap } from '../../agent/render/renderer.js';

@@ -77,7 +77,7 @@ describe('preflight on a fake /proc and /sys', () => {
           { pid: 901, comm: 'chronyd', cgroup: '0::/system.slice/chrony.service\n' },
         ],
       }),
-      dockerInfo: async () => engine,
+      engine: { info: async () => engine },
     });
     expect(r.checks.filter((c) => !c.ok)).toEqual([]);
     expect(r.ok).toBe(true);
@@ -97,7 +97,7 @@ describe('preflight on a fake /proc and /sys', () => {
         mounts: 'proc /proc proc rw 0 0\n',
         timesync: true,
       }),
-      dockerInfo: async () => undefined,
+      engine: { info: () => Promise.reject(new Error('connect ENOENT /var/run/docker.sock')) },
       freeBytes: async (p) => (p === '/var/lib/spcd' ? 10 * 1024 * 1024 : 100 * GiB),
     });
     expect(r.ok).toBe(false);
@@ -113,7 +113,7 @@ describe('preflight on a fake /proc and /sys', () => {
       ...base,
       ...fakeHost({ cpuFlags: 'sse4_2', modules: ['br_netfilter'] }),
       hypervisorSet: false,
-      dockerInfo: async () => ({ ...engine, liveRestore: false }),
+      engine: { info: async () => ({ ...engine, liveRestore: false }) },
     });
     expect(r.ok).toBe(true);
     const failed = Object.fromEntries(r.checks.filter((c) => !c.ok).map((c) => [c.name, c]));
@@ -135,7 +135,7 @@ describe('preflight on this machine (real /proc, /sys, /dev)', () => {
     const r = await runPreflight({
       stateDir: mkdtempSync(join(tmpdir(), 'spcd-state-')),
       now: () => Date.now(),
-      dockerInfo: async () => engine,
+      engine: { info: async () => engine },
     });
     expect(r.checks.map((c) => c.name)).toEqual([
       'docker-engine',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MountPreparer, type ConfigPort } from '../../agent/daemon/preparer.js';
+import { MountPreparer, type ConfigPort } from '../../agent/config/preparer.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
 import { amqpCheck, containerSpec } from '../support/spec.js';
 

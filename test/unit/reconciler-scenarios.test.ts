@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpcdError } from '../../agent/errors.js';
-import { DaemonStatus } from '../../agent/daemon/status-view.js';
+import { DaemonStatus } from '../../agent/status/status-view.js';
 import type { BackoffPolicy } from '../../agent/model/backoff.js';
 import type { SpcdEvent } from '../../agent/model/events.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';

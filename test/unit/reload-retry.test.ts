@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { ReloadRetry } from '../../agent/daemon/reload-retry.js';
+import { ReloadRetry } from '../../agent/config/reload-retry.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 const quiet = pino({ level: 'silent' });

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SdNotify } from '../../agent/daemon/sdnotify.js';
+import { SdNotify } from '../../agent/host/sdnotify.js';
 import { canReceiveNotify, notifyReceiver, type NotifyReceiver } from '../support/notify-receiver.js';
 
 if (!canReceiveNotify)

@@ -10,7 +10,7 @@ import { specChanges } from '../model/spec-diff.js';
 import { diffConfigs } from '../render/diff.js';
 import { maskSecrets } from '../render/mask.js';
 import type { ConfigFileDigest, ContainerRecord, GenerationRecord } from '../state/store.js';
-import { fileDigests } from './config.js';
+import { fileDigests } from '../config/template-config.js';
 
 /** The rendered config versions spcd keeps on disk (current and previous), and the values to mask. */
 export interface ConfigVersions {

@@ -1,0 +1,88 @@
+/**
+ * spcd's start-up, in order (daemon/lifecycle.ts runs it): each component's
+ * start opens one thing, its stop closes it; a failure or a signal part way
+ * closes what was opened, newest first. main.ts puts the state directory's
+ * lock before these.
+ */
+import { allContainers } from '../model/spec.js';
+import type { Definitions } from '../config/definitions.js';
+import type { Journal } from '../state/journal.js';
+import type { Converge } from './converge.js';
+import type { DaemonParts } from './daemon.js';
+import type { Component } from './lifecycle.js';
+import { serveApi } from './serve-api.js';
+
+export interface StartupDeps {
+  readonly parts: DaemonParts;
+  readonly journal: Journal;
+  readonly definitions: Definitions;
+  readonly converge: Converge;
+  readonly version: string;
+}
+
+const nothing = (): Promise<void> => Promise.resolve();
+
+export function startupComponents(d: StartupDeps): Component[] {
+  const { parts, journal, definitions } = d;
+  const { settings, log, clock, state, health } = parts;
+  let api: { close(): Promise<void> } | undefined;
+  let kube: { stop(): Promise<void> } | undefined;
+  return [
+    {
+      name: 'state',
+      start: async () => {
+        const lost = await state.load(new Date(clock.now()));
+        if (lost) log.error({ ...lost }, 'state.json unusable: set aside, rebuilding from container labels');
+      },
+      stop: nothing,
+    },
+    { name: 'journal', start: () => journal.init(), stop: nothing },
+    // Kills the execs of checks in flight and waits for them.
+    { name: 'health', start: nothing, stop: () => health.close() },
+    {
+      name: 'definitions',
+      start: async () => {
+        await definitions.open();
+        if (!definitions.error)
+          log.info(
+            {
+              instance: settings.instance,
+              containers: allContainers(definitions.current.sets).length,
+              version: d.version,
+            },
+            'definitions loaded',
+          );
+      },
+      // A reload retry still waiting runs no more.
+      stop: async () => definitions.close(),
+    },
+    {
+      name: 'api',
+      start: async () => {
+        api = await serveApi(parts);
+      },
+      stop: async () => api?.close(),
+    },
+    // Preflight, then adopt, recover, converge; its stop stops the loop (in-flight operations
+    // finish, containers keep running).
+    d.converge,
+    {
+      name: 'kube',
+      start: async () => {
+        if (!settings.kube || !settings.nodeName) return;
+        try {
+          // Loaded only when enabled: the Kubernetes client alone costs ~75 MB of RSS.
+          const { startKubeIntegration } = await import('./kube-wiring.js');
+          kube = await startKubeIntegration(parts, settings.kube, settings.nodeName);
+        } catch (err) {
+          // Kubernetes is for reporting and fleet pacing: the containers do not depend on it.
+          log.error(
+            { err: (err as Error).message },
+            'kubernetes integration did not start; continuing without it',
+          );
+        }
+      },
+      stop: async () => kube?.stop(),
+    },
+  ];
+}

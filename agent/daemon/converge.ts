@@ -1,0 +1,88 @@
+/**
+ * The last start-up component: the preflight checks, then the reconciler
+ * adopts, recovers and converges on the definitions in force, or holds what
+ * runs when they are not (docs/operator-guide.md).
+ */
+import type { Logger } from '../log.js';
+import type { Clock } from '../model/clock.js';
+import { allContainers } from '../model/spec.js';
+import type { ObservedContainer } from '../model/observed.js';
+import type { DesiredContainer } from '../planner/types.js';
+import type { Definitions } from '../config/definitions.js';
+import { runPreflight } from '../preflight/run.js';
+import type { PreflightDeps, PreflightReport } from '../preflight/types.js';
+import type { Reconciler } from '../reconciler/reconciler.js';
+import type { Component } from './lifecycle.js';
+import { describeStartupError } from './startup-error.js';
+
+export interface ConvergeDeps {
+  readonly engine: PreflightDeps['engine'];
+  readonly stateDir: string;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly definitions: Definitions;
+  readonly reconciler: Reconciler;
+  /** The desired containers of the definitions in force (pins applied). */
+  readonly computeDesired: () => Promise<DesiredContainer[]>;
+  /** What to hold while the definitions are not in force. */
+  readonly held: (observed: readonly ObservedContainer[]) => DesiredContainer[];
+}
+
+export class Converge implements Component {
+  readonly name = 'converge';
+  private report: PreflightReport | undefined;
+
+  constructor(private readonly d: ConvergeDeps) {}
+
+  /** The preflight report, once it ran. */
+  get preflight(): PreflightReport | undefined {
+    return this.report;
+  }
+
+  async start(): Promise<void> {
+    const { definitions, reconciler, log, clock } = this.d;
+    const report = await runPreflight({
+      engine: this.d.engine,
+      stateDir: this.d.stateDir,
+      now: () => clock.now(),
+      hypervisorSet: allContainers(definitions.current.sets).some((c) => c.role === 'hypervisor'),
+    });
+    this.report = report;
+    if (!report.ok) {
+      log.error(
+        { blocking: report.blocking },
+        `preflight blocks new containers: ${report.blocking.join(', ')}`,
+      );
+      reconciler.blockCreates(report.blocking.join(', '));
+    } else {
+      log.info({ warnings: report.checks.filter((c) => !c.ok).map((c) => c.name) }, 'preflight passed');
+    }
+    let desired: DesiredContainer[] = [];
+    if (!definitions.error) {
+      try {
+        desired = await this.d.computeDesired();
+      } catch (err) {
+        definitions.notInForce(err);
+      }
+    }
+    const e = definitions.error;
+    if (e) {
+      process.stderr.write(`spcd: definitions not loaded, holding what runs: ${describeStartupError(e)}\n`);
+      log.error(
+        { code: e.code, problems: e.details.problems, err: describeStartupError(e) },
+        'definitions not loaded: holding the running containers (restarting exits, changing nothing) until a reload reads them',
+      );
+      reconciler.holdRunning({ reason: e.message, derive: (observed) => this.d.held(observed) });
+    }
+    await reconciler.start(desired);
+  }
+
+  /** Makes a start waiting on the engine give up. */
+  interrupt(): void {
+    void this.d.reconciler.stop();
+  }
+
+  stop(): Promise<void> {
+    return this.d.reconciler.stop();
+  }
+}
