@@ -95,8 +95,8 @@ beforeAll(async () => {
   if (!guestDir) throw new Error(`build-guest.sh printed no guest_dir: ${build.lines.join(' | ')}`);
   await run('bash', [join(REPO, 'scripts/ensure-dnsmasq.sh')], 5 * 60_000);
   root = mkdtempSync('/var/tmp/spcd-e2e-net-');
+  netUp = true; // before `up`: a half-made network is taken down too (`down` skips what is not there)
   const up = await net(['up', id, join(root, 'net'), SUBNET, ...GUESTS.map((g) => `${g.mac}=${g.ip}`)]);
-  netUp = true;
   console.log(`network: ${JSON.stringify(up)}`);
   expect(up.forward_rule).toBe(BR_NF ? 'added' : 'not-needed');
   await vmsh('prepare-root', [join(root, 'lv')]);
