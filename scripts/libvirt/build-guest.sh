@@ -3,15 +3,22 @@
 #   $CACHE/guest/vmlinuz     Debian's cloud kernel (from the package
 #                            linux-image-cloud-amd64 depends on; downloaded with
 #                            apt-get download and unpacked, never installed)
-#   $CACHE/guest/initrd.img  busybox-static + guest/init, cpio newc + gzip
-# The guest has no disk and no network; its init prints "counter N" on ttyS0
-# once a second.
+#   $CACHE/guest/initrd.img  busybox-static + guest/init + guest/net +
+#                            guest/dhcp + the kernel's virtio-net modules,
+#                            cpio newc + gzip
+#   $CACHE/guest/HASH/       the same two files for this input hash (kept, so
+#                            a caller can take exactly the guest it built while
+#                            a checkout with other inputs rebuilds guest/)
+# The guest has no disk; its init prints "counter N" on ttyS0 once a second.
+# With a virtio NIC it also takes an address by DHCP and pings the peers named
+# on its kernel command line (spcd.peer=IP[,IP...], see guest/net).
 #
 #   usage: build-guest.sh
 # Environment: SPCD_E2E_CACHE (default /var/cache/spcd-e2e), SPCD_E2E_FORCE=1.
 # Output (stdout):
 #   phase=guest seconds=... source=built|cached
 #   kernel=/var/cache/spcd-e2e/guest/vmlinuz kernel_package=linux-image-... initrd=/var/cache/spcd-e2e/guest/initrd.img input_hash=...
+#   guest_dir=/var/cache/spcd-e2e/guest/HASH
 # Exit status: 0 on success, 1 on failure.
 set -euo pipefail
 
@@ -41,17 +48,29 @@ fi
 [ -n "$kernel_pkg" ] || { log "cannot resolve linux-image-cloud-amd64"; exit 1; }
 
 hash=$({
-  sha256sum "$0" "$here/guest/init" "$BUSYBOX" | awk '{ print $1 }'
+  sha256sum "$0" "$here/guest/init" "$here/guest/net" "$here/guest/dhcp" "$BUSYBOX" | awk '{ print $1 }'
   echo "$kernel_pkg"
 } | sha256sum | cut -c1-16)
 
 mkdir -p "$OUT"
 exec 9>"$CACHE/lock.guest"
 flock 9
-if [ "${SPCD_E2E_FORCE:-0}" != 1 ] && [ -s "$OUT/vmlinuz" ] && [ -s "$OUT/initrd.img" ] &&
-  [ "$(cat "$OUT/input-hash" 2>/dev/null)" = "$hash" ]; then
-  echo "phase=guest seconds=$(elapsed "$T0" "$(now)") source=cached"
+# Publish $OUT/$hash/{vmlinuz,initrd.img} as $OUT/{vmlinuz,initrd.img} (each by rename).
+publish() {
+  cp "$OUT/$hash/vmlinuz" "$OUT/vmlinuz.part"
+  cp "$OUT/$hash/initrd.img" "$OUT/initrd.img.part"
+  mv "$OUT/vmlinuz.part" "$OUT/vmlinuz"
+  mv "$OUT/initrd.img.part" "$OUT/initrd.img"
+  echo "$hash" >"$OUT/input-hash"
+}
+report() {
+  echo "phase=guest seconds=$(elapsed "$T0" "$(now)") source=$1"
   echo "kernel=$OUT/vmlinuz kernel_package=$kernel_pkg initrd=$OUT/initrd.img input_hash=$hash"
+  echo "guest_dir=$OUT/$hash"
+}
+if [ "${SPCD_E2E_FORCE:-0}" != 1 ] && [ -s "$OUT/$hash/vmlinuz" ] && [ -s "$OUT/$hash/initrd.img" ]; then
+  [ "$(cat "$OUT/input-hash" 2>/dev/null)" = "$hash" ] && [ -s "$OUT/vmlinuz" ] && [ -s "$OUT/initrd.img" ] || publish
+  report cached
   exit 0
 fi
 
@@ -68,7 +87,8 @@ if [ -z "$deb" ]; then
 fi
 dpkg-deb -x "$deb" "$work/kernel"
 vmlinuz=$(ls "$work/kernel/boot/vmlinuz-"* | head -n1)
-install -m 0644 "$vmlinuz" "$OUT/vmlinuz.part"
+mkdir -p "$OUT/$hash"
+install -m 0644 "$vmlinuz" "$OUT/$hash/vmlinuz.part"
 
 # The initramfs: busybox-static, its applets as symlinks, /init, a console node.
 ir="$work/initramfs"
@@ -78,12 +98,33 @@ for applet in $("$BUSYBOX" --list); do
   [ -e "$ir/bin/$applet" ] || ln -s busybox "$ir/bin/$applet"
 done
 install -m 0755 "$here/guest/init" "$ir/init"
+install -m 0755 "$here/guest/net" "$ir/bin/spcd-net"
+install -m 0755 "$here/guest/dhcp" "$ir/bin/spcd-dhcp"
+# The virtio-net driver and everything it needs, in load order (dependencies
+# first), from each module's own depends= (the package ships no modules.dep).
+mkdir -p "$ir/lib/modules"
+moddir=$(ls -d "$work/kernel/lib/modules/"*/kernel | head -n1)
+order=()
+add_module() {
+  local name="$1" f dep
+  for m in "${order[@]}"; do [ "$m" = "$name" ] && return 0; done
+  f=$(find "$moddir" -name "$name.ko" -o -name "${name//_/-}.ko" | head -n1)
+  [ -n "$f" ] || { log "module $name not found under $moddir"; exit 1; }
+  for dep in $(grep -a -o 'depends=[a-z0-9_,-]*' "$f" | head -n1 | cut -d= -f2 | tr ',' ' '); do
+    add_module "${dep//-/_}"
+  done
+  cp "$f" "$ir/lib/modules/$name.ko"
+  order+=("$name")
+}
+add_module virtio_pci
+add_module virtio_net
+printf '%s\n' "${order[@]}" >"$ir/lib/modules/load-order"
+log "modules: ${order[*]}"
 mknod -m 600 "$ir/dev/console" c 5 1
 mknod -m 666 "$ir/dev/null" c 1 3
-(cd "$ir" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) | gzip -9 >"$OUT/initrd.img.part"
+(cd "$ir" && find . -print0 | LC_ALL=C sort -z | cpio --null -o -H newc --quiet) | gzip -9 >"$OUT/$hash/initrd.img.part"
 
-mv "$OUT/vmlinuz.part" "$OUT/vmlinuz"
-mv "$OUT/initrd.img.part" "$OUT/initrd.img"
-echo "$hash" >"$OUT/input-hash"
-echo "phase=guest seconds=$(elapsed "$T0" "$(now)") source=built"
-echo "kernel=$OUT/vmlinuz kernel_package=$kernel_pkg initrd=$OUT/initrd.img input_hash=$hash"
+mv "$OUT/$hash/vmlinuz.part" "$OUT/$hash/vmlinuz"
+mv "$OUT/$hash/initrd.img.part" "$OUT/$hash/initrd.img"
+publish
+report built

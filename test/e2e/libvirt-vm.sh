@@ -8,7 +8,7 @@
 #   libvirt-vm.sh prepare-root ROOT                   -> root=... guest_dir=...
 #   libvirt-vm.sh run ROOT CONTAINER IMAGE [RUN_ID]   -> container_id=...
 #   libvirt-vm.sh wait-api CONTAINER [DEADLINE_S]     -> api_ready_s=...
-#   libvirt-vm.sh start-guest ROOT CONTAINER NAME     -> qemu_pid=... qemu_start=...
+#   libvirt-vm.sh start-guest ROOT CONTAINER NAME [BRIDGE MAC [KERNEL_ARGS]] -> qemu_pid=... qemu_start=...
 #   libvirt-vm.sh qemu-pid ROOT NAME [KNOWN_PID]      -> qemu_pid=... qemu_start=... qemu_alive=0|1 pid_source=pidfile|known
 #   libvirt-vm.sh wait-counter ROOT NAME MIN [DEADLINE_S] -> counter=N
 #   libvirt-vm.sh domstate CONTAINER NAME             -> domstate=running|paused|...|absent
@@ -52,6 +52,10 @@ libvirt_run_flags() {
   # Not in the facts doc's list: without it a persistently defined domain
   # comes back transient after the swap (the definition stayed in the old
   # container's /etc/libvirt/qemu). Kolla binds it (nova_libvirt_qemu volume).
+  # Guests with a NIC on a host bridge (libvirt-net.sh): libvirt opens /dev/net/tun.
+  if [ "${SPCD_E2E_TUN:-0}" = 1 ]; then
+    printf '%s\n' --device /dev/net/tun
+  fi
   if [ "${SPCD_E2E_BIND_ETC_QEMU:-0}" = 1 ]; then
     mkdir -p "$root/etc/libvirt/qemu"
     printf '%s\n' -v "$root/etc/libvirt/qemu:/etc/libvirt/qemu"
@@ -147,10 +151,11 @@ cmd_wait_counter() {
 
 cmd_start_guest() {
   local root="$1" container="$2" name="$3"
+  shift 3
   local gd="$root/var/lib/libvirt/spcd-e2e"
   : >"$gd/$name.console.log"
   bash "$E2E_REPO/scripts/libvirt/render-guest-xml.sh" "$name" \
-    "$GUEST_DIR_IN/vmlinuz" "$GUEST_DIR_IN/initrd.img" "$GUEST_DIR_IN/$name.console.log" >"$gd/$name.xml"
+    "$GUEST_DIR_IN/vmlinuz" "$GUEST_DIR_IN/initrd.img" "$GUEST_DIR_IN/$name.console.log" "$@" >"$gd/$name.xml"
   e2e_virsh "$container" define "$GUEST_DIR_IN/$name.xml" >&2
   e2e_virsh "$container" start "$name" >&2
   cmd_qemu_pid "$root" "$name"
