@@ -258,6 +258,7 @@ export async function buildDaemon(
         });
         continue;
       }
+      if (s.kind === 'stop' || s.kind === 'upgrade') continue; // the operator's and heals' steps: not previewed
       const action = s.kind === 'replace' ? 'recreate' : s.kind;
       const diffs = s.kind === 'start' ? [] : await preview.diff(s.desired.spec).catch(() => []);
       items.push({

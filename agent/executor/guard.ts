@@ -84,3 +84,28 @@ export function vmSafetyRefused(
   });
   return new SpcdError('VM_SAFETY_REFUSED', message, details);
 }
+
+/**
+ * Before an operator stops or restarts a hypervisor while VMs run: the
+ * definition its running generation was created from (else the desired one)
+ * must keep VMs alive.
+ */
+export async function guardOperatorStop(
+  deps: Pick<ExecutorDeps, 'vms' | 'state' | 'events' | 'clock'>,
+  spec: ContainerSpec,
+  primary: ObservedContainer | undefined,
+): Promise<void> {
+  if (spec.role !== 'hypervisor') return;
+  const vms = await deps.vms.runningVms();
+  if (vms.length === 0) return;
+  const name = spec.name;
+  const running = primary ? deps.state.generation(name, primary.identity.generation)?.spec : undefined;
+  const broken = vmSafetyViolations(running ?? spec, { hybridWithControllers: false, unifiedOnly: false });
+  if (broken.length === 0) return;
+  throw vmSafetyRefused(
+    deps,
+    'stop',
+    `refusing to stop ${name}: ${vms.length} VM(s) running and its definition breaks ${broken.map((b) => b.rule).join(', ')}: ${broken[0]?.why}`,
+    { container: name, rules: broken },
+  );
+}
