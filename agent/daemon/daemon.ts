@@ -20,7 +20,7 @@ import { Journal } from '../state/journal.js';
 import { StateStore } from '../state/store.js';
 import type { PlanItem, PlanView } from '../api/types.js';
 import { DaemonActions } from './actions.js';
-import { desiredContainers, heldContainers, stalePins } from './desired.js';
+import { desiredContainers, heldContainers, stalePins } from '../planner/pins.js';
 import { Operations } from './operations.js';
 import { MountPreparer, type ConfigPort } from './preparer.js';
 import { readClusterGlobals, writeClusterGlobals } from './cluster-globals.js';

@@ -7,6 +7,7 @@ import {
   vmSafetyViolations,
   type HostCgroupFacts,
 } from '../model/vm-safety.js';
+import type { ImageEngine } from '../engine/types.js';
 import type { ExecutorDeps } from './ports.js';
 
 /**
@@ -16,8 +17,16 @@ import type { ExecutorDeps } from './ports.js';
  * read the newer status XML and orphans the VMs). Returns warnings when
  * `force` overrides the downgrade rule; a broken definition is never forced.
  */
+/** What the VM-safety checks need: the recorded specs, the VM probe, the image's labels, the bus. */
+export type VmSafetyDeps = Pick<ExecutorDeps, 'vms' | 'events' | 'clock'> & {
+  readonly state: {
+    generation(name: string, generation: number): { readonly spec: ContainerSpec } | undefined;
+  };
+  readonly engine: Pick<ImageEngine, 'imageInfo'>;
+};
+
 export async function checkVmSafety(
-  deps: ExecutorDeps,
+  deps: VmSafetyDeps,
   next: ContainerSpec,
   old: ObservedContainer,
   nextImageLabels: Readonly<Record<string, string>>,
