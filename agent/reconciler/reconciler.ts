@@ -375,17 +375,6 @@ export class Reconciler {
     this.launcher.launch(p.steps.filter((s) => stepOrigin(s).by === 'heal'));
   }
 
-  /** An intent whose container left the definitions before a pass took it: no pass will. */
-  private dropUndesiredIntents(): void {
-    for (const name of this.intents.names()) {
-      if (!this.desired.some((d) => d.spec.name === name))
-        this.intents.fail(
-          name,
-          new SpcdError('NOT_FOUND', `no container named ${name}`, { container: name }),
-        );
-    }
-  }
-
   /** The operator's change succeeded (and is pinned): it is the desired spec from now on. */
   private pinned(spec: ContainerSpec): void {
     this.desired = this.desired.map((c) =>
