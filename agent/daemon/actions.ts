@@ -1,16 +1,12 @@
 import { SpcdError } from '../errors.js';
 import { specHash } from '../model/hash.js';
 import { compareSpecHash } from '../model/hash-schemes.js';
-import { isRunning } from '../model/observed.js';
 import { allContainers, findSet, type ContainerSpec, type DesiredState } from '../model/spec.js';
-import { vmSafetyViolations } from '../model/vm-safety.js';
 import type { Actions, OperationRef } from '../api/types.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import type { PullPolicy } from '../executor/image.js';
-import { upgradeContainer, type UpgradeResult } from '../executor/upgrade.js';
-import { vmSafetyRefused } from '../executor/guard.js';
-import { censusAfter, censusBefore } from '../executor/census.js';
-import type { OperationKind, Reconciler } from '../reconciler/reconciler.js';
+import type { Intent, StepOperation } from '../planner/types.js';
+import type { Reconciler } from '../reconciler/reconciler.js';
 import type { Operations } from './operations.js';
 
 export interface ActionDeps {
@@ -22,7 +18,11 @@ export interface ActionDeps {
   readonly reload: () => Promise<Record<string, unknown>>;
 }
 
-/** The operator's verbs. Each takes its container's lock synchronously, then runs in the background. */
+/**
+ * The operator's verbs. Each checks its request, writes its intent (CONFLICT
+ * at once when the container is held or has one), asks for a pass and
+ * answers with the operation that the pass carries out.
+ */
 export class DaemonActions implements Actions {
   constructor(private readonly d: ActionDeps) {}
 
@@ -61,90 +61,33 @@ export class DaemonActions implements Actions {
     }
   }
 
-  /** Takes the container's lock now (CONFLICT at once when held), answers with the ref, runs in the background. */
-  private begin(
-    kind: OperationKind,
-    name: string,
-    fn: (opId: string) => Promise<Record<string, unknown> | void>,
-  ): OperationRef {
-    this.d.reconciler.assertFree(name);
-    const id = this.d.operations.newId(kind);
-    return this.d.operations.track(
-      id,
-      kind,
-      name,
-      this.d.reconciler.runExclusive(name, { id, kind }, () => fn(id)),
-    );
+  /** Writes the intent for `verb` and answers with the operation a pass will carry out. */
+  private begin(verb: 'restart' | 'stop' | 'start', name: string): OperationRef {
+    const operation: StepOperation = { id: this.d.operations.newId(verb), kind: verb };
+    return this.track(name, { verb, operation });
   }
 
-  private async guardStop(name: string): Promise<void> {
-    const spec = this.desiredSpec(name);
-    if (spec.role !== 'hypervisor') return;
-    const vms = await this.d.exec.vms.runningVms();
-    if (vms.length === 0) return;
-    const p = this.d.reconciler.primary(name);
-    const running = p ? this.d.exec.state.generation(name, p.identity.generation)?.spec : undefined;
-    for (const s of [running ?? spec]) {
-      const broken = vmSafetyViolations(s, { hybridWithControllers: false, unifiedOnly: false });
-      if (broken.length > 0) {
-        throw vmSafetyRefused(
-          this.d.exec,
-          'stop',
-          `refusing to stop ${name}: ${vms.length} VM(s) running and its definition breaks ${broken.map((b) => b.rule).join(', ')}: ${broken[0]?.why}`,
-          { container: name, rules: broken },
-        );
-      }
-    }
+  private track(name: string, intent: Intent): OperationRef {
+    const { id, kind } = intent.operation;
+    return this.d.operations.track(id, kind, name, this.d.reconciler.request(name, intent));
   }
 
   async restart(name: string, opts: { expectedGeneration?: number }): Promise<OperationRef> {
-    const spec = this.desiredSpec(name);
+    this.desiredSpec(name);
     this.checkGeneration(name, opts.expectedGeneration);
-    return this.begin('restart', name, async (opId) => {
-      await this.guardStop(name);
-      const p = this.d.reconciler.primary(name);
-      if (!p) throw new SpcdError('NOT_FOUND', `${name} has no container yet`, { container: name });
-      const running = this.d.exec.state.generation(name, p.identity.generation)?.spec.census;
-      const census = isRunning(p) ? await censusBefore(this.d.exec, running ?? spec.census, p.id) : undefined;
-      this.d.exec.health.pause(name);
-      let windowMs: number;
-      const t0 = Date.now();
-      try {
-        await this.d.exec.engine.stop(p.id, spec.stopGraceMs);
-        await this.d.exec.engine.start(p.id);
-        windowMs = Date.now() - t0;
-      } finally {
-        this.d.exec.health.resume(name);
-      }
-      const ctx = { operationId: opId, container: name, action: 'restart', containerId: p.id };
-      await censusAfter(this.d.exec, census, spec.census, ctx);
-      // stoppedAt: the census after the start makes the operation end later than the window.
-      return { generation: p.identity.generation, windowMs, stoppedAt: new Date(t0).toISOString() };
-    });
+    return this.begin('restart', name);
   }
 
   async stop(name: string, opts: { expectedGeneration?: number }): Promise<OperationRef> {
-    const spec = this.desiredSpec(name);
+    this.desiredSpec(name);
     this.checkGeneration(name, opts.expectedGeneration);
-    return this.begin('stop', name, async () => {
-      await this.guardStop(name);
-      await this.d.exec.state.setHeldStopped(name, true);
-      const p = this.d.reconciler.primary(name);
-      if (p && isRunning(p)) await this.d.exec.engine.stop(p.id, spec.stopGraceMs);
-      return { generation: p?.identity.generation ?? 0 };
-    });
+    return this.begin('stop', name);
   }
 
   async start(name: string, opts: { expectedGeneration?: number }): Promise<OperationRef> {
     this.desiredSpec(name);
     this.checkGeneration(name, opts.expectedGeneration);
-    return this.begin('start', name, async () => {
-      await this.d.exec.state.setHeldStopped(name, false);
-      this.d.reconciler.clearFailure(name);
-      const p = this.d.reconciler.primary(name);
-      if (p && !isRunning(p)) await this.d.exec.engine.start(p.id);
-      return { generation: p?.identity.generation ?? 0 };
-    });
+    return this.begin('start', name);
   }
 
   async upgrade(
@@ -161,16 +104,20 @@ export class DaemonActions implements Actions {
     const base = this.desiredSpec(name);
     this.checkGeneration(name, opts.expectedGeneration);
     const spec: ContainerSpec = { ...base, image: opts.image };
-    return this.begin('upgrade', name, (opId) => this.applySpec(opId, 'upgrade', spec, opts));
+    const operation: StepOperation = { id: this.d.operations.newId('upgrade'), kind: 'upgrade' };
+    return this.track(name, this.change(operation, 'upgrade', spec, opts));
   }
 
   async rollback(name: string, opts: { toGeneration?: number; force?: boolean }): Promise<OperationRef> {
     this.assertDefinitionsLoaded('roll back');
     this.desiredSpec(name);
     const target = this.rollbackTarget(name, opts.toGeneration);
-    return this.begin('rollback', name, (opId) =>
-      this.applySpec(opId, 'rollback', target.spec, { force: opts.force === true, from: target.generation }),
-    );
+    const operation: StepOperation = { id: this.d.operations.newId('rollback'), kind: 'rollback' };
+    const intent = this.change(operation, 'rollback', target.spec, {
+      force: opts.force === true,
+      from: target.generation,
+    });
+    return this.track(name, intent);
   }
 
   private rollbackTarget(name: string, to: number | undefined): { spec: ContainerSpec; generation: number } {
@@ -202,37 +149,34 @@ export class DaemonActions implements Actions {
     return { spec: good.spec, generation: good.generation };
   }
 
-  /** Runs the transaction to a spec and, on success, pins it so the definitions do not undo it. */
-  private async applySpec(
-    opId: string,
-    kind: 'upgrade' | 'rollback' | 'recreate',
+  /** The intent to run the transaction to `spec`; on success it is pinned so the definitions do not undo it. */
+  private change(
+    operation: StepOperation,
+    change: 'upgrade' | 'rollback',
     spec: ContainerSpec,
     opts: { pull?: PullPolicy; expectDigest?: string; force?: boolean; from?: number },
-  ): Promise<Record<string, unknown>> {
-    const name = spec.name;
-    const result: UpgradeResult = await upgradeContainer(this.d.exec, {
-      operationId: opId,
-      kind,
+  ): Intent {
+    return {
+      verb: 'change',
+      operation,
+      change,
       spec,
-      specHash: specHash(spec),
-      current: this.d.reconciler.primary(name),
+      definitionHash: specHash(this.definitionOf(spec.name)),
       pull: opts.pull ?? 'missing',
       ...(opts.expectDigest ? { expectDigest: opts.expectDigest } : {}),
-      ...(opts.from !== undefined ? { from: opts.from } : {}),
       force: opts.force === true,
-      reason: `${kind} requested`,
-    });
-    const definition = this.definitionOf(name);
-    await this.d.exec.state.setPin(
-      name,
-      specHash(spec) === specHash(definition) ? undefined : { spec, definitionHash: specHash(definition) },
-    );
-    this.d.reconciler.setDesired(
-      [...this.d.reconciler.desiredContainers()].map((c) =>
-        c.spec.name === name ? { ...c, spec, specHash: specHash(spec) } : c,
-      ),
-    );
-    return { ...result } as unknown as Record<string, unknown>;
+      ...(opts.from !== undefined ? { from: opts.from } : {}),
+    };
+  }
+
+  /** One member of a set upgrade (or its undoing), under the set's operation. */
+  private async member(
+    operation: StepOperation,
+    change: 'upgrade' | 'rollback',
+    spec: ContainerSpec,
+  ): Promise<number> {
+    const r = await this.d.reconciler.request(spec.name, this.change(operation, change, spec, {}));
+    return typeof r?.['generation'] === 'number' ? r['generation'] : 0;
   }
 
   async upgradeSet(path: string, opts: { images?: Readonly<Record<string, string>> }): Promise<OperationRef> {
@@ -245,6 +189,7 @@ export class DaemonActions implements Actions {
     }
     const ordered = this.d.reconciler.desiredContainers().filter((c) => members.has(c.spec.name));
     const id = this.d.operations.newId('set-upgrade');
+    const operation: StepOperation = { id, kind: 'set-upgrade' };
     const run = (async (): Promise<Record<string, unknown>> => {
       const done: { name: string; previous: ContainerSpec }[] = [];
       const changed: Record<string, number> = {};
@@ -259,19 +204,12 @@ export class DaemonActions implements Actions {
           ? this.d.exec.state.generation(name, current.identity.generation)?.spec
           : undefined;
         try {
-          const r = (await this.d.reconciler.runExclusive(name, { id, kind: 'set-upgrade' }, () =>
-            this.applySpec(id, 'upgrade', target, {}),
-          )) as unknown as UpgradeResult;
-          changed[name] = r.generation;
+          changed[name] = await this.member(operation, 'upgrade', target);
           if (previous) done.push({ name, previous });
         } catch (err) {
           // Stop at the first failure and roll back what the set changed, newest first.
           for (const prev of done.reverse()) {
-            await this.d.reconciler
-              .runExclusive(prev.name, { id, kind: 'set-upgrade' }, () =>
-                this.applySpec(id, 'rollback', prev.previous, {}),
-              )
-              .catch(() => undefined);
+            await this.member(operation, 'rollback', prev.previous).catch(() => undefined);
           }
           throw new SpcdError(
             'UPGRADE_FAILED',

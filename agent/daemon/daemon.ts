@@ -24,7 +24,7 @@ import { planView } from '../status/plan-view.js';
 import { DaemonStatus } from '../status/status-view.js';
 import { DaemonActions } from './actions.js';
 import { Converge } from './converge.js';
-import { desiredContainers, heldContainers, stalePins } from './desired.js';
+import { desiredContainers, heldContainers, stalePins } from '../planner/pins.js';
 import type { Component } from './lifecycle.js';
 import { startupComponents } from './components.js';
 import { Operations } from './operations.js';

@@ -2,7 +2,13 @@ import { toSpcdError } from '../errors.js';
 import { compareCensus, describeMismatch, parseCensusListing } from '../model/census.js';
 import type { CensusSpec } from '../model/spec.js';
 import { escapeControl } from '../model/text.js';
+import type { ExecEngine } from '../engine/types.js';
 import type { ExecutorDeps } from './ports.js';
+
+/** What the census needs: the engine's exec, the VM probe, the bus, the log and the clock. */
+export type CensusDeps = Pick<ExecutorDeps, 'vms' | 'events' | 'log' | 'clock'> & {
+  readonly engine: Pick<ExecEngine, 'exec'>;
+};
 
 /**
  * The domain census of a hypervisor container (issue 12). Before spcd stops
@@ -35,7 +41,7 @@ export interface CensusBefore {
 type Listing = { readonly domains: string[] } | { readonly error: string };
 
 async function listOnce(
-  deps: ExecutorDeps,
+  deps: CensusDeps,
   containerId: string,
   census: CensusSpec,
   timeoutMs: number,
@@ -59,7 +65,7 @@ async function listOnce(
 
 /** Lists the domains in the running hypervisor, once, within the census timeout. Never throws. */
 export async function censusBefore(
-  deps: ExecutorDeps,
+  deps: CensusDeps,
   census: CensusSpec | undefined,
   containerId: string,
 ): Promise<CensusBefore | undefined> {
@@ -70,7 +76,7 @@ export async function censusBefore(
 
 /** Lists again in the new instance, retrying until the deadline, then reports. Never throws. */
 export async function censusAfter(
-  deps: ExecutorDeps,
+  deps: CensusDeps,
   before: CensusBefore | undefined,
   census: CensusSpec | undefined,
   ctx: {
@@ -100,7 +106,7 @@ export async function censusAfter(
 }
 
 function report(
-  deps: ExecutorDeps,
+  deps: CensusDeps,
   ctx: { readonly operationId: string; readonly container: string; readonly action: string },
   before: CensusBefore,
   after: Listing | undefined,

@@ -7,6 +7,7 @@ import {
   vmSafetyViolations,
   type HostCgroupFacts,
 } from '../model/vm-safety.js';
+import type { ImageEngine } from '../engine/types.js';
 import type { ExecutorDeps } from './ports.js';
 
 /**
@@ -16,8 +17,16 @@ import type { ExecutorDeps } from './ports.js';
  * read the newer status XML and orphans the VMs). Returns warnings when
  * `force` overrides the downgrade rule; a broken definition is never forced.
  */
+/** What the VM-safety checks need: the recorded specs, the VM probe, the image's labels, the bus. */
+export type VmSafetyDeps = Pick<ExecutorDeps, 'vms' | 'events' | 'clock'> & {
+  readonly state: {
+    generation(name: string, generation: number): { readonly spec: ContainerSpec } | undefined;
+  };
+  readonly engine: Pick<ImageEngine, 'imageInfo'>;
+};
+
 export async function checkVmSafety(
-  deps: ExecutorDeps,
+  deps: VmSafetyDeps,
   next: ContainerSpec,
   old: ObservedContainer,
   nextImageLabels: Readonly<Record<string, string>>,
@@ -83,4 +92,29 @@ export function vmSafetyRefused(
     reason: message,
   });
   return new SpcdError('VM_SAFETY_REFUSED', message, details);
+}
+
+/**
+ * Before an operator stops or restarts a hypervisor while VMs run: the
+ * definition its running generation was created from (else the desired one)
+ * must keep VMs alive.
+ */
+export async function guardOperatorStop(
+  deps: Pick<ExecutorDeps, 'vms' | 'state' | 'events' | 'clock'>,
+  spec: ContainerSpec,
+  primary: ObservedContainer | undefined,
+): Promise<void> {
+  if (spec.role !== 'hypervisor') return;
+  const vms = await deps.vms.runningVms();
+  if (vms.length === 0) return;
+  const name = spec.name;
+  const running = primary ? deps.state.generation(name, primary.identity.generation)?.spec : undefined;
+  const broken = vmSafetyViolations(running ?? spec, { hybridWithControllers: false, unifiedOnly: false });
+  if (broken.length === 0) return;
+  throw vmSafetyRefused(
+    deps,
+    'stop',
+    `refusing to stop ${name}: ${vms.length} VM(s) running and its definition breaks ${broken.map((b) => b.rule).join(', ')}: ${broken[0]?.why}`,
+    { container: name, rules: broken },
+  );
 }

@@ -147,3 +147,18 @@ async function refuseWhileVmsRun(deps: ExecutorDeps, o: ObservedContainer, reaso
   });
   throw vmSafetyRefused(deps, 'remove', message, { container: name, vms: vms.map((v) => v.name) });
 }
+
+/**
+ * The one place spcd restarts a container: an operator's restart and a heal
+ * both come here (as a `restart` step). Times the window on the injected clock.
+ */
+export async function restartContainer(
+  deps: Pick<ExecutorDeps, 'engine' | 'clock'>,
+  o: ObservedContainer,
+  stopGraceMs: number,
+): Promise<{ readonly stoppedAt: number; readonly windowMs: number }> {
+  const stoppedAt = deps.clock.now();
+  await deps.engine.stop(o.id, stopGraceMs);
+  await deps.engine.start(o.id);
+  return { stoppedAt, windowMs: deps.clock.now() - stoppedAt };
+}

@@ -1,5 +1,12 @@
 import type { ObservedContainer } from '../model/observed.js';
-import type { ExecutorDeps } from './ports.js';
+import type { ContainerEngine } from '../engine/types.js';
+import type { ExitWatch } from './ports.js';
+
+/** What stopping the old instance needs: the engine's stop and, when the host can see exits, the exit watch. */
+export interface StopOldDeps {
+  readonly engine: Pick<ContainerEngine, 'stop'>;
+  readonly exits?: ExitWatch;
+}
 
 export interface OldStopped {
   /** The successor was allowed to start before the engine finished the stop (the old one's processes are gone). */
@@ -21,7 +28,7 @@ export interface OldStopped {
  * engine's, unchanged.
  */
 export async function stopOld(
-  deps: ExecutorDeps,
+  deps: StopOldDeps,
   old: ObservedContainer,
   graceMs: number,
   hostNetwork: boolean,

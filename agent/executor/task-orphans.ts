@@ -1,5 +1,11 @@
 import { SpcdError, isSpcdError } from '../errors.js';
+import type { ContainerEngine } from '../engine/types.js';
 import type { ExecutorDeps } from './ports.js';
+
+/** What removing orphaned task containers needs. */
+export type TaskOrphanDeps = Pick<ExecutorDeps, 'instance' | 'log'> & {
+  readonly engine: Pick<ContainerEngine, 'listTasks' | 'kill' | 'remove'>;
+};
 
 /**
  * Removes bootstrap task containers of this instance that no running task
@@ -10,7 +16,7 @@ import type { ExecutorDeps } from './ports.js';
  * tasks): the retry runs the task again, and never beside the old one.
  * Throws when an orphan survives, so no task starts beside it.
  */
-export async function removeTaskOrphans(deps: ExecutorDeps, container?: string): Promise<string[]> {
+export async function removeTaskOrphans(deps: TaskOrphanDeps, container?: string): Promise<string[]> {
   const mine = async (): Promise<Awaited<ReturnType<typeof deps.engine.listTasks>>> =>
     (await deps.engine.listTasks(deps.instance)).filter(
       (t) => container === undefined || t.identity.container === container,

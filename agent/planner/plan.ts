@@ -3,6 +3,7 @@ import { isRunning, type ObservedContainer } from '../model/observed.js';
 import {
   NO_FACTS,
   type DesiredContainer,
+  type Intent,
   type JournalHold,
   type Plan,
   type RuntimeFacts,
@@ -16,14 +17,68 @@ export interface PlanInput {
   readonly now: number;
   /** Containers with an unresolved journal entry (data read by the caller). */
   readonly journal?: ReadonlyMap<string, JournalHold>;
+  /** A blocking preflight failure: nothing is created meanwhile (what runs is kept). */
+  readonly createBlock?: string | null;
+  /**
+   * The definitions cannot be read: keep what runs and start what exits;
+   * no create, replace or remove. The operator's and the heals' steps go on.
+   */
+  readonly hold?: string | null;
 }
 
 /**
  * Pure: (desired, observed, facts, now) -> steps. No I/O and no clock; the
  * reconciler executes the steps and calls again with what it then observes.
- * `desired` must be in start order (dependencies first).
+ * `desired` must be in start order (dependencies first). The operator's
+ * intents, the heals a check asked for and the preflight block are inputs
+ * too (in `facts` and `createBlock`), so every step spcd takes comes from here.
  */
 export function plan(input: PlanInput): Plan {
+  const p = planAll(input);
+  return restrict(p, (s) => waitsFor(s, input));
+}
+
+/** Why a step must wait (the preflight block, a definitions hold), or undefined. */
+function waitsFor(s: Step, input: PlanInput): string | undefined {
+  const planned = s.kind === 'create' || s.kind === 'replace' || s.kind === 'remove';
+  if (s.kind === 'create' && input.createBlock) return `preflight blocks: ${input.createBlock}`;
+  if (planned && input.hold) return `definitions not loaded: ${input.hold}`;
+  return undefined;
+}
+
+/** The container a step acts on. */
+export function stepContainer(s: Step): string {
+  return s.kind === 'remove' ? s.observed.identity.container : s.desired.spec.name;
+}
+
+/** Keeps the steps `waits` has no reason for; the others wait, for that reason. */
+export function restrict(p: Plan, waits: (s: Step) => string | undefined): Plan {
+  const steps: Step[] = [];
+  const waiting = [...p.waiting];
+  for (const s of p.steps) {
+    const why = waits(s);
+    if (why === undefined) steps.push(s);
+    else waiting.push({ container: stepContainer(s), reason: why });
+  }
+  return { ...p, steps, waiting };
+}
+
+/** The operator's request as a step; it goes before anything else planned for the container. */
+function intentStep(intent: Intent, d: DesiredContainer, primary: ObservedContainer | undefined): Step {
+  const operation = intent.operation;
+  switch (intent.verb) {
+    case 'restart':
+      return { kind: 'restart', desired: d, observed: primary, reason: 'restart requested', operation };
+    case 'stop':
+      return { kind: 'stop', desired: d, observed: primary, reason: 'stop requested', operation };
+    case 'start':
+      return { kind: 'start', desired: d, observed: primary, reason: 'start requested', operation };
+    case 'change':
+      return { kind: 'upgrade', desired: d, observed: primary, reason: `${intent.change} requested`, intent };
+  }
+}
+
+function planAll(input: PlanInput): Plan {
   const steps: Step[] = [];
   const waiting: { container: string; reason: string }[] = [];
   const untouched: { container: string; reason: string }[] = [];
@@ -63,9 +118,14 @@ export function plan(input: PlanInput): Plan {
   for (const d of input.desired) {
     const name = d.spec.name;
     const facts = input.facts.get(name) ?? NO_FACTS;
-    if (facts.busy || held(name)) continue;
-    const list = byName.get(name) ?? [];
+    if (facts.busy) continue;
     const primary = primaryOf.get(name);
+    if (facts.intent) {
+      steps.push(intentStep(facts.intent, d, primary));
+      continue;
+    }
+    if (held(name)) continue;
+    const list = byName.get(name) ?? [];
 
     // Strays (e.g. an old instance parked by an interrupted upgrade that the journal did not cover).
     for (const o of list) {
@@ -124,7 +184,17 @@ export function plan(input: PlanInput): Plan {
       continue;
     }
 
-    if (isRunning(primary)) continue;
+    if (isRunning(primary)) {
+      // A failing check's heal: a stop when spcd gave up on it, else a restart within its backoff.
+      if (!facts.heal) continue;
+      if (facts.failed)
+        steps.push({ kind: 'stop', desired: d, observed: primary, reason: facts.heal.reason });
+      else if (facts.nextAttemptAt > input.now) {
+        wakeAt = min(wakeAt, facts.nextAttemptAt);
+        waiting.push({ container: name, reason: 'heal waits for its backoff' });
+      } else steps.push({ kind: 'restart', desired: d, observed: primary, reason: facts.heal.reason });
+      continue;
+    }
     const reason = blocked();
     if (reason) {
       waiting.push({ container: name, reason });

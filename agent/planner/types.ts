@@ -24,6 +24,10 @@ export interface RuntimeFacts {
     readonly configHash: string;
     readonly generation: number;
   };
+  /** A failing check asked for a restart (or, when `failed`, a stop); given only while it runs. */
+  readonly heal?: HealRequest;
+  /** The operator's pending request: planned before anything else for this container. */
+  readonly intent?: Intent;
 }
 
 /**
@@ -37,27 +41,100 @@ export interface JournalHold {
   readonly reason: string;
 }
 
-export type Step =
-  | { readonly kind: 'create'; readonly desired: DesiredContainer; readonly reason: string }
+/**
+ * What holds a container. The reconciler's own: a planned step
+ * (`reconcile`), a restart or stop a health check asked for (`heal`), a
+ * quarantined journal entry tried again (`recover`). The operator's: one per
+ * verb.
+ */
+export type OperationKind =
+  'reconcile' | 'heal' | 'recover' | 'restart' | 'stop' | 'start' | 'upgrade' | 'rollback' | 'set-upgrade';
+
+/** The operation a step carries out: its id is the one the API answered with. */
+export interface StepOperation {
+  readonly id: string;
+  readonly kind: OperationKind;
+}
+
+/**
+ * An operator's request, kept (agent/reconciler/intents.ts) until a pass
+ * plans it. The lasting intents (a pin, a hold stopped) are in the state
+ * file; these are the one-shot ones that carry an operation.
+ */
+export type Intent =
+  | { readonly verb: 'restart' | 'stop' | 'start'; readonly operation: StepOperation }
   | {
-      readonly kind: 'start';
-      readonly desired: DesiredContainer;
-      readonly observed: ObservedContainer;
-      readonly reason: string;
-    }
-  | {
-      readonly kind: 'replace';
-      readonly desired: DesiredContainer;
-      readonly observed: ObservedContainer;
-      readonly reason: string;
-    }
-  | {
-      readonly kind: 'remove';
-      readonly observed: ObservedContainer;
-      readonly reason: string;
-      /** Its definition is gone (not a stray beside a defined primary): a hypervisor is kept while VMs run. */
-      readonly definitionDeleted: boolean;
+      readonly verb: 'change';
+      readonly operation: StepOperation;
+      /** upgrade: to a new image; rollback: to a retained generation's spec (`from`). */
+      readonly change: 'upgrade' | 'rollback';
+      readonly spec: ContainerSpec;
+      /** The spec hash of the definition on disk when asked: the pin is kept only while it differs. */
+      readonly definitionHash: string;
+      readonly pull: 'always' | 'missing' | 'never';
+      readonly expectDigest?: string;
+      readonly force: boolean;
+      readonly from?: number;
     };
+
+/** A failing health check's request (the ledger keeps it until a pass plans it). */
+export interface HealRequest {
+  readonly reason: string;
+}
+
+/**
+ * Every step kind with its fields. A kind added here does not compile until
+ * agent/reconciler/steps.ts has its executor (`Executors`).
+ */
+export interface StepFields {
+  readonly create: { readonly desired: DesiredContainer; readonly reason: string };
+  readonly start: {
+    readonly desired: DesiredContainer;
+    /** Undefined only for an operator's start of a container that has none yet. */
+    readonly observed: ObservedContainer | undefined;
+    readonly reason: string;
+    /** The operator's start: ends the hold stopped and the failure first. */
+    readonly operation?: StepOperation;
+  };
+  readonly stop: {
+    readonly desired: DesiredContainer;
+    readonly observed: ObservedContainer | undefined;
+    readonly reason: string;
+    /** The operator's stop (held stopped), else a heal's (left failed for an operator). */
+    readonly operation?: StepOperation;
+  };
+  readonly restart: {
+    readonly desired: DesiredContainer;
+    readonly observed: ObservedContainer | undefined;
+    readonly reason: string;
+    /** The operator's restart, else a heal's. */
+    readonly operation?: StepOperation;
+  };
+  readonly replace: {
+    readonly desired: DesiredContainer;
+    readonly observed: ObservedContainer;
+    readonly reason: string;
+  };
+  readonly upgrade: {
+    readonly desired: DesiredContainer;
+    readonly observed: ObservedContainer | undefined;
+    readonly reason: string;
+    readonly intent: Extract<Intent, { verb: 'change' }>;
+  };
+  readonly remove: {
+    readonly observed: ObservedContainer;
+    readonly reason: string;
+    /** Its definition is gone (not a stray beside a defined primary): a hypervisor is kept while VMs run. */
+    readonly definitionDeleted: boolean;
+  };
+}
+
+export type StepKind = keyof StepFields;
+
+/** One step of kind K (the union of all kinds by default). */
+export type Step<K extends StepKind = StepKind> = {
+  [P in K]: { readonly kind: P } & StepFields[P];
+}[K];
 
 export interface Plan {
   readonly steps: readonly Step[];

@@ -1,18 +1,10 @@
 import { SpcdError } from '../errors.js';
+import type { OperationKind, StepOperation } from '../planner/types.js';
 
-/**
- * What holds a container. The reconciler's own: a planned step
- * (`reconcile`), a restart or stop a health check asked for (`heal`), a
- * quarantined journal entry tried again (`recover`). The operator's: one per
- * verb.
- */
-export type OperationKind =
-  'reconcile' | 'heal' | 'recover' | 'restart' | 'stop' | 'start' | 'upgrade' | 'rollback' | 'set-upgrade';
+export type { OperationKind } from '../planner/types.js';
 
-export interface HeldOperation {
-  readonly id: string;
-  readonly kind: OperationKind;
-}
+/** What holds a container: an operation of a typed kind (planner/types.ts, OperationKind). */
+export type HeldOperation = StepOperation;
 
 const UPGRADES: ReadonlySet<OperationKind> = new Set(['upgrade', 'rollback', 'set-upgrade']);
 

@@ -1,30 +1,43 @@
 import type { Logger } from '../log.js';
 import type { ObservedContainer } from '../model/observed.js';
-import type { DesiredContainer, Plan, RuntimeFacts, Step } from '../planner/types.js';
+import type { DesiredContainer, HealRequest, Intent, Plan, RuntimeFacts } from '../planner/types.js';
 import type { StateStore } from '../state/store.js';
 import type { ContainerLedger } from './ledger.js';
 import type { ContainerLocks } from './locks.js';
-import { stepContainer } from './steps.js';
 
-/** What the planner is told beyond the engine: locks, operator stops, failures, backoff, failed targets. */
+/** The requests the planner is given besides the definitions: the operator's intents and the heals. */
+export interface Requests {
+  readonly intents: (name: string) => Intent | undefined;
+  readonly heals: ReadonlyMap<string, HealRequest>;
+}
+
+/**
+ * What the planner is told beyond the engine: locks, operator stops,
+ * failures, backoff, failed targets, and the requests (intents, heals).
+ */
 export function runtimeFacts(
   desired: readonly DesiredContainer[],
   observed: readonly ObservedContainer[],
   ledger: ContainerLedger,
   locks: ContainerLocks,
   state: Pick<StateStore, 'record'>,
+  requests?: Requests,
 ): Map<string, RuntimeFacts> {
   const m = new Map<string, RuntimeFacts>();
   for (const d of desired) {
     const name = d.spec.name;
     const f = ledger.of(name);
     const rec = state.record(name);
+    const intent = requests?.intents(name);
+    const heal = requests?.heals.get(name);
     m.set(name, {
       busy: locks.heldDuringListing(name),
       heldStopped: rec?.heldStopped ?? false,
       failed: f.failed !== null,
       nextAttemptAt: f.backoff.nextAttemptAt,
       ...(rec?.failedTarget ? { failedTarget: rec.failedTarget } : {}),
+      ...(intent ? { intent } : {}),
+      ...(heal ? { heal } : {}),
     });
   }
   // A container no longer desired (being removed) that an operation holds.
@@ -33,18 +46,6 @@ export function runtimeFacts(
       m.set(name, { busy: true, heldStopped: false, failed: false, nextAttemptAt: 0 });
   }
   return m;
-}
-
-/** Keeps the steps `allowed` accepts; the others wait, for `reason`. */
-export function restrict(p: Plan, allowed: (s: Step) => boolean, reason: string): Plan {
-  return {
-    ...p,
-    steps: p.steps.filter(allowed),
-    waiting: [
-      ...p.waiting,
-      ...p.steps.filter((s) => !allowed(s)).map((s) => ({ container: stepContainer(s), reason })),
-    ],
-  };
 }
 
 /** Warns once per container (and again when the reason changes) that spcd leaves it as it is. */

@@ -1,67 +1,30 @@
 import { randomUUID } from 'node:crypto';
 import { SpcdError, toSpcdError } from '../errors.js';
-import type { Logger } from '../log.js';
-import { DEFAULT_BACKOFF, type BackoffPolicy } from '../model/backoff.js';
-import type { Clock } from '../model/clock.js';
-import type { EventBus } from '../model/events.js';
+import { DEFAULT_BACKOFF } from '../model/backoff.js';
+import { specHash } from '../model/hash.js';
 import type { ObservedContainer } from '../model/observed.js';
-import type { ContainerEngine, EventEngine } from '../engine/types.js';
+import type { ContainerSpec } from '../model/spec.js';
 import { plan, pickPrimary } from '../planner/plan.js';
-import type { DesiredContainer, Plan, RuntimeFacts, Step } from '../planner/types.js';
-import type { ExecutorDeps } from '../executor/ports.js';
+import type { DesiredContainer, HealRequest, Intent, Plan, RuntimeFacts } from '../planner/types.js';
 import { recoverJournal, retryQuarantined } from '../executor/recover.js';
 import { prepareStart } from '../executor/startup.js';
 import { EngineWatch, ENGINE_RETRY_MS } from './engine-watch.js';
 import { Heals } from './heal.js';
-import type { HealthSync } from './health-sync.js';
-import { ContainerLedger, type LedgerEntry } from './ledger.js';
+import { ContainerLedger } from './ledger.js';
+import { IntentBook, type IntentResult } from './intents.js';
 import { ContainerLocks, type HeldOperation } from './locks.js';
+import type { ContainerFacts, Hold, Lifecycle, ReconcilerDeps } from './types.js';
 import { QuarantineBook } from './quarantine.js';
 import { noteExits, type ExitDeps } from './exits.js';
 import { PassLoop } from './pass-loop.js';
-import { restrict, runtimeFacts, UntouchedLog } from './plan-input.js';
-import { giveUpReason, runStep, stepContainer } from './steps.js';
+import { runtimeFacts, UntouchedLog } from './plan-input.js';
+import { stepOrigin } from './steps.js';
+import { StepLauncher } from './tasks.js';
 
 export type { HealthPort } from './health-sync.js';
 export { isUpgrade, type HeldOperation, type OperationKind } from './locks.js';
 
-export type Lifecycle = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
-
-/** One container's facts as the status view reads them: its ledger entry and what holds it. */
-export interface ContainerFacts extends LedgerEntry {
-  readonly operation: HeldOperation | null;
-}
-
-export interface ReconcilerDeps {
-  readonly engine: ContainerEngine & EventEngine;
-  readonly exec: ExecutorDeps;
-  /** The only owner of health watches; the executor's health gate is the same object. */
-  readonly health: HealthSync;
-  readonly events: EventBus;
-  readonly log: Logger;
-  readonly clock: Clock;
-  readonly instance: string;
-  readonly relistMs: number;
-  readonly backoff?: BackoffPolicy;
-  /**
-   * The watchdog's proof of life: called after every pass that ran to its
-   * end, including one that found the engine away (the loop is alive, waiting
-   * for it). A loop that stops passing stops calling it.
-   */
-  readonly onHeartbeat?: () => void;
-}
-
-/**
- * The definitions could not be read: keep what runs and restart what exits,
- * nothing else (no create, no replace, no remove). `derive` gives the
- * containers to keep from what the engine shows.
- */
-export interface Hold {
-  readonly reason: string;
-  readonly derive: (observed: readonly ObservedContainer[]) => DesiredContainer[];
-}
-
-const MAX_PARALLEL_TASKS = 4;
+export type { ContainerFacts, Hold, Lifecycle, ReconcilerDeps } from './types.js';
 
 /**
  * The single owner of concurrency: observe -> plan -> execute -> repeat.
@@ -92,6 +55,9 @@ export class Reconciler {
   private readonly loop: PassLoop;
   private readonly exitDeps: ExitDeps;
   private readonly untouched: UntouchedLog;
+  /** The operator's one-shot intents, until a pass carries them out. */
+  private readonly intents = new IntentBook();
+  private readonly launcher: StepLauncher;
   /** Containers whose journal entry is unresolved: left alone until an operator clears them. */
   readonly quarantine: QuarantineBook;
 
@@ -117,6 +83,18 @@ export class Reconciler {
         if (this.lifecycle === 'running') deps.log.error({ err: e.message, code: e.code }, 'pass failed');
       },
     });
+    this.launcher = new StepLauncher({
+      exec: deps.exec,
+      log: deps.log,
+      ledger: this.ledger,
+      locks: this.locks,
+      intents: this.intents,
+      busyTasks: () => this.tasks.size,
+      requeue: () => this.loop.requeue(),
+      runExclusive: (name, op, fn) => this.runExclusive(name, op, fn),
+      forgetHealth: (name) => this.deps.health.forget(name),
+      pinned: (spec) => this.pinned(spec),
+    });
     this.exitDeps = {
       state: deps.exec.state,
       ledger: this.ledger,
@@ -126,17 +104,14 @@ export class Reconciler {
       heldDuringListing: (name) => this.locks.heldDuringListing(name),
     };
     this.heals = new Heals({
-      engine: deps.exec.engine,
       ledger: this.ledger,
-      healthSync: deps.health,
       events: deps.events,
       log: deps.log,
       clock: deps.clock,
       primary: (name) => this.primary(name),
-      held: (name) => this.locks.holder(name) !== null,
+      held: (name) => this.locks.holder(name) !== null || this.intents.of(name) !== undefined,
       heldDuringListing: (name) => this.locks.heldDuringListing(name),
       quarantined: (name) => this.quarantine.get(name) !== undefined,
-      runExclusive: (name, op, fn) => this.runExclusive(name, op, fn),
     });
   }
 
@@ -152,11 +127,9 @@ export class Reconciler {
     this.desired = desired;
     this.unsubscribeHealth = this.deps.health.onAction((a) => {
       if (!this.heals.noteAction(a)) return;
-      // Act at once when the last observation shows this very instance running: a pass may be
+      // Plan it at once when the last observation shows this very instance running: a pass may be
       // slow to come (its inspect of another container waits while the engine starts that one).
-      const d = this.desired.find((x) => x.spec.name === a.name);
-      if (this.lifecycle === 'running' && d && this.primary(a.name)?.id === a.containerId)
-        this.heals.launch(d, this.deps.clock.now());
+      if (this.lifecycle === 'running' && this.primary(a.name)?.id === a.containerId) this.healNow(a.name);
       this.trigger();
     });
     await this.watch.waitAvailable();
@@ -181,6 +154,8 @@ export class Reconciler {
     this.loop.close();
     this.watch.close();
     this.unsubscribeHealth?.();
+    for (const name of this.intents.names())
+      this.intents.fail(name, new SpcdError('SHUTTING_DOWN', 'spcd is shutting down'));
     // In-flight operations finish (an upgrade is not abandoned half way); containers keep running.
     await Promise.allSettled([...this.tasks]);
     this.lifecycle = 'stopped';
@@ -233,18 +208,26 @@ export class Reconciler {
     );
   }
 
-  /** The container's ledger entry and what holds it (a snapshot: the parts own the facts). */
+  /** The container's ledger entry and what holds it, or the intent it waits to carry out (a snapshot). */
   factsOf(name: string): ContainerFacts {
-    return { ...this.ledger.of(name), operation: this.locks.holder(name) };
+    const operation = this.locks.holder(name) ?? this.intents.of(name)?.operation ?? null;
+    return { ...this.ledger.of(name), operation };
+  }
+
+  /**
+   * The operator's verb: keeps its intent and asks for a pass, which plans
+   * and runs its step under the intent's operation. Resolves with what the
+   * step returns. CONFLICT at once when the container is held or has one.
+   */
+  request(name: string, intent: Intent): Promise<IntentResult> {
+    this.assertFree(name);
+    const done = this.intents.put(name, intent);
+    this.trigger();
+    return done;
   }
 
   crashLooping(name: string): boolean {
     return this.ledger.crashLooping(name);
-  }
-
-  /** The operator started it: spcd tries it again and forgets a pending heal. */
-  clearFailure(name: string): void {
-    this.ledger.operatorStarted(name);
   }
 
   currentPlan(): Plan {
@@ -265,6 +248,7 @@ export class Reconciler {
   /** Throws CONFLICT (or SHUTTING_DOWN) when an operation on this container could not start now. */
   assertFree(name: string): void {
     this.locks.assertFree(name);
+    this.intents.assertNone(name);
     if (this.lifecycle === 'stopping' || this.lifecycle === 'stopped') {
       throw new SpcdError('SHUTTING_DOWN', 'spcd is shutting down');
     }
@@ -324,8 +308,9 @@ export class Reconciler {
     return this.quarantine.names();
   }
 
-  private runtimeFacts(): Map<string, RuntimeFacts> {
-    return runtimeFacts(this.desired, this.observed, this.ledger, this.locks, this.deps.exec.state);
+  private runtimeFacts(heals?: ReadonlyMap<string, HealRequest>): Map<string, RuntimeFacts> {
+    const requests = heals && { heals, intents: (name: string) => this.intents.of(name) };
+    return runtimeFacts(this.desired, this.observed, this.ledger, this.locks, this.deps.exec.state, requests);
   }
 
   /** One pass: the five steps of docs/architecture.md. Resolves with the delay before the next. */
@@ -348,53 +333,52 @@ export class Reconciler {
         held: this.locks.heldDuringListing(d.spec.name),
       })),
     );
-    // 3. Plan: the desired containers against what runs.
+    // 3. Plan: the desired containers against what runs, with the operator's intents and the heals.
     const p = this.planPass(now);
-    // 4. Each step (and each heal) a task holding its container.
-    this.launch(p.steps);
-    const healAt = this.heals.launchAll(this.desired, now);
+    // 4. Each step a task holding its container.
+    this.launcher.launch(p.steps);
+    this.intents.dropUndesired(new Set(this.desired.map((d) => d.spec.name)));
     // 5. Wake for what waits on time; engine events and API calls only trigger().
     let next = this.deps.relistMs;
     if (p.wakeAt !== undefined) next = Math.min(next, Math.max(0, p.wakeAt - now));
-    if (healAt !== undefined) next = Math.min(next, Math.max(0, healAt - now));
     this.deps.onHeartbeat?.();
     return next;
   }
 
-  /** The planner's steps, less what the preflight block and a definitions hold keep waiting. */
+  /** The planner's steps for everything desired, with the preflight block and a definitions hold. */
   private planPass(now: number): Plan {
-    let p = plan({
+    const p = plan({
       desired: this.desired,
       observed: this.observed,
-      facts: this.runtimeFacts(),
+      facts: this.runtimeFacts(this.heals.requests(this.desired)),
       now,
       journal: this.quarantine.holds(),
+      createBlock: this.createBlock,
+      hold: this.hold?.reason ?? null,
     });
-    const block = this.createBlock;
-    if (block) p = restrict(p, (s) => s.kind !== 'create', `preflight blocks: ${block}`);
-    const hold = this.hold;
-    if (hold) p = restrict(p, (s) => s.kind === 'start', `definitions not loaded: ${hold.reason}`);
     this.lastPlan = p;
     this.untouched.note(p);
     return p;
   }
 
-  private launch(steps: readonly Step[]): void {
-    for (const s of steps) {
-      if (this.tasks.size >= MAX_PARALLEL_TASKS) {
-        this.loop.requeue();
-        return;
-      }
-      const name = stepContainer(s);
-      const op: HeldOperation = { id: `reconcile-${randomUUID().slice(0, 8)}`, kind: 'reconcile' };
-      this.runExclusive(name, op, () => runStep(this.deps.exec, this.ledger, s, op.id)).catch(
-        (err: unknown) => {
-          const e = toSpcdError(err);
-          if (e.code === 'CONFLICT') return;
-          this.ledger.stepFailed(name, e, this.deps.clock.now(), giveUpReason(s, e));
-          this.deps.log.warn({ container: name, step: s.kind, code: e.code, err: e.message }, 'step failed');
-        },
-      );
-    }
+  /** A check asked for a heal of what runs: plan that container now and run its heal. */
+  private healNow(name: string): void {
+    const d = this.desired.find((x) => x.spec.name === name);
+    if (!d) return;
+    const p = plan({
+      desired: [d],
+      observed: this.observed.filter((o) => o.identity.container === name),
+      facts: this.runtimeFacts(this.heals.requests([d])),
+      now: this.deps.clock.now(),
+      journal: this.quarantine.holds(),
+    });
+    this.launcher.launch(p.steps.filter((s) => stepOrigin(s).by === 'heal'));
+  }
+
+  /** The operator's change succeeded (and is pinned): it is the desired spec from now on. */
+  private pinned(spec: ContainerSpec): void {
+    this.desired = this.desired.map((c) =>
+      c.spec.name === spec.name ? { ...c, spec, specHash: specHash(spec) } : c,
+    );
   }
 }

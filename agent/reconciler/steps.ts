@@ -1,48 +1,188 @@
-import type { SpcdError } from '../errors.js';
+import { SpcdError } from '../errors.js';
+import { specHash } from '../model/hash.js';
+import { isRunning, type ObservedContainer } from '../model/observed.js';
+import type { ContainerSpec } from '../model/spec.js';
 import type { ExecutorDeps } from '../executor/ports.js';
-import { createContainer, removeContainer, startContainer } from '../executor/simple.js';
+import { censusAfter, censusBefore } from '../executor/census.js';
+import { guardOperatorStop } from '../executor/guard.js';
+import { createContainer, removeContainer, restartContainer, startContainer } from '../executor/simple.js';
 import { upgradeContainer } from '../executor/upgrade.js';
-import type { Step } from '../planner/types.js';
+import type { Step, StepKind, StepOperation } from '../planner/types.js';
 import type { ContainerLedger } from './ledger.js';
+import type { IntentResult } from './intents.js';
 
-/** The container a step acts on. */
-export function stepContainer(s: Step): string {
-  return s.kind === 'remove' ? s.observed.identity.container : s.desired.spec.name;
+export { stepContainer } from '../planner/plan.js';
+
+/** What every executor is given besides its step. */
+export interface StepContext {
+  readonly exec: ExecutorDeps;
+  readonly ledger: ContainerLedger;
+  /** The operation the step runs under (the operator's, a heal's, or the pass's). */
+  readonly operationId: string;
+  /** A heal's restart: the next pass watches the new start afresh. */
+  readonly forgetHealth: (name: string) => void;
+  /** The operator's change succeeded: the reconciler desires its (pinned) spec from now on. */
+  readonly pinned: (spec: ContainerSpec) => void;
 }
 
-/** Carries out one planned step (its container held by the caller), telling the ledger what it did. */
-export async function runStep(
-  exec: ExecutorDeps,
-  ledger: ContainerLedger,
-  s: Step,
-  operationId: string,
-): Promise<void> {
-  const now = exec.clock.now();
-  switch (s.kind) {
-    case 'create':
-      ledger.created(s.desired.spec.name, now);
-      await createContainer(exec, s.desired, operationId);
-      ledger.errorCleared(s.desired.spec.name);
-      return;
-    case 'start':
-      ledger.started(s.desired.spec.name, now);
-      await startContainer(exec, s.observed, s.reason);
-      return;
-    case 'remove':
-      await removeContainer(exec, s.observed, s.reason, s.definitionDeleted);
-      return;
-    case 'replace':
-      await upgradeContainer(exec, {
-        operationId,
-        kind: 'recreate',
-        spec: s.desired.spec,
-        specHash: s.desired.specHash,
-        current: s.observed,
-        pull: 'missing',
-        reason: s.reason,
-      });
-      return;
+/**
+ * One executor per step kind. A kind added to `StepFields` (planner/types.ts)
+ * does not compile until it has an entry here.
+ */
+export type Executors = {
+  readonly [K in StepKind]: (s: Step<K>, ctx: StepContext) => Promise<IntentResult>;
+};
+
+/** Carries out one step (its container held by the caller) through the table. */
+export function runStep<K extends StepKind>(s: Step<K>, ctx: StepContext): Promise<IntentResult> {
+  const run: Executors[K] = EXECUTORS[s.kind];
+  return run(s, ctx);
+}
+
+/** Who asked for a step: the operator (it carries their operation), a failing check, or the plan. */
+export function stepOrigin(s: Step): { by: 'operator'; operation: StepOperation } | { by: 'heal' | 'plan' } {
+  if (s.kind === 'upgrade') return { by: 'operator', operation: s.intent.operation };
+  if ((s.kind === 'start' || s.kind === 'stop' || s.kind === 'restart') && s.operation)
+    return { by: 'operator', operation: s.operation };
+  return { by: s.kind === 'stop' || s.kind === 'restart' ? 'heal' : 'plan' };
+}
+
+const present = (s: { observed: ObservedContainer | undefined; desired: { spec: ContainerSpec } }) => {
+  if (!s.observed)
+    throw new SpcdError('NOT_FOUND', `${s.desired.spec.name} has no container yet`, {
+      container: s.desired.spec.name,
+    });
+  return s.observed;
+};
+
+export const EXECUTORS: Executors = {
+  async create(s, { exec, ledger, operationId }) {
+    ledger.created(s.desired.spec.name, exec.clock.now());
+    await createContainer(exec, s.desired, operationId);
+    ledger.errorCleared(s.desired.spec.name);
+  },
+
+  async start(s, { exec, ledger }) {
+    const name = s.desired.spec.name;
+    if (s.operation) {
+      // The operator's start ends the hold stopped and the failure, whatever runs.
+      await exec.state.setHeldStopped(name, false);
+      ledger.operatorStarted(name);
+      if (s.observed && !isRunning(s.observed)) await exec.engine.start(s.observed.id);
+      return { generation: s.observed?.identity.generation ?? 0 };
+    }
+    ledger.started(name, exec.clock.now());
+    await startContainer(exec, present(s), s.reason);
+  },
+
+  async stop(s, { exec, ledger }) {
+    const name = s.desired.spec.name;
+    const p = s.observed;
+    if (s.operation) {
+      await guardOperatorStop(exec, s.desired.spec, p);
+      await exec.state.setHeldStopped(name, true);
+      if (p && isRunning(p)) await exec.engine.stop(p.id, s.desired.spec.stopGraceMs);
+      return { generation: p?.identity.generation ?? 0 };
+    }
+    // A check's action stop: stop it and leave it failed for an operator.
+    ledger.takeHeal(name);
+    const running = present(s);
+    const at = exec.clock.now();
+    await exec.engine.stop(running.id, s.desired.spec.stopGraceMs);
+    const reason = ledger.of(name).failed ?? s.reason;
+    exec.events.publish({ type: 'state', at, container: name, from: 'running', to: 'failed', reason });
+  },
+
+  async restart(s, ctx) {
+    const { exec, ledger } = ctx;
+    const spec = s.desired.spec;
+    if (s.operation) return operatorRestart(s.desired.spec, s.observed, ctx);
+    const p = present(s);
+    const reason = ledger.takeHeal(spec.name) ?? s.reason;
+    const now = exec.clock.now();
+    const after = ledger.healing(spec.name, now);
+    // No probing while spcd stops and starts it; the next pass watches the new start afresh.
+    ctx.forgetHealth(spec.name);
+    exec.log.warn(
+      { container: spec.name, reason, failures: after.backoff.failures, restartCount: after.restartCount },
+      'restarting unhealthy container',
+    );
+    exec.events.publish({
+      type: 'state',
+      at: now,
+      container: spec.name,
+      from: 'running',
+      to: 'restarting',
+      reason,
+    });
+    await restartContainer(exec, p, spec.stopGraceMs);
+  },
+
+  async replace(s, { exec, operationId }) {
+    await upgradeContainer(exec, {
+      operationId,
+      kind: 'recreate',
+      spec: s.desired.spec,
+      specHash: s.desired.specHash,
+      current: s.observed,
+      pull: 'missing',
+      reason: s.reason,
+    });
+  },
+
+  async upgrade(s, { exec, operationId, pinned }) {
+    const { intent } = s;
+    const spec = intent.spec;
+    const result = await upgradeContainer(exec, {
+      operationId,
+      kind: intent.change,
+      spec,
+      specHash: specHash(spec),
+      current: s.observed,
+      pull: intent.pull,
+      ...(intent.expectDigest ? { expectDigest: intent.expectDigest } : {}),
+      ...(intent.from !== undefined ? { from: intent.from } : {}),
+      force: intent.force,
+      reason: s.reason,
+    });
+    // Pinned so that the definitions do not undo it (until they change on disk).
+    const same = specHash(spec) === intent.definitionHash;
+    await exec.state.setPin(spec.name, same ? undefined : { spec, definitionHash: intent.definitionHash });
+    pinned(spec);
+    return { ...result };
+  },
+
+  async remove(s, { exec }) {
+    await removeContainer(exec, s.observed, s.reason, s.definitionDeleted);
+  },
+};
+
+/** The operator's restart: the VM-safety guard, the census around it, no probing meanwhile. */
+async function operatorRestart(
+  spec: ContainerSpec,
+  observed: ObservedContainer | undefined,
+  { exec, operationId }: StepContext,
+): Promise<IntentResult> {
+  const name = spec.name;
+  await guardOperatorStop(exec, spec, observed);
+  const p = present({ observed, desired: { spec } });
+  const running = exec.state.generation(name, p.identity.generation)?.spec.census;
+  const census = isRunning(p) ? await censusBefore(exec, running ?? spec.census, p.id) : undefined;
+  exec.health.pause(name);
+  let window: { stoppedAt: number; windowMs: number };
+  try {
+    window = await restartContainer(exec, p, spec.stopGraceMs);
+  } finally {
+    exec.health.resume(name);
   }
+  const ctx = { operationId, container: name, action: 'restart', containerId: p.id };
+  await censusAfter(exec, census, spec.census, ctx);
+  // stoppedAt: the census after the start makes the operation end later than the window.
+  return {
+    generation: p.identity.generation,
+    windowMs: window.windowMs,
+    stoppedAt: new Date(window.stoppedAt).toISOString(),
+  };
 }
 
 /**

@@ -48,7 +48,7 @@ export interface ContainerRecord {
   /**
    * An operator's upgrade or rollback pins the spec it applied, so the
    * definitions on disk do not undo it. The pin drops when the definition of
-   * that container changes on disk (newer intent), see daemon/desired.ts.
+   * that container changes on disk (newer intent), see planner/pins.ts.
    */
   readonly pin?: { spec: ContainerSpec; definitionHash: string } | undefined;
   /**

@@ -43,6 +43,7 @@ export async function planView(d: PlanViewDeps): Promise<PlanView> {
       });
       continue;
     }
+    if (s.kind === 'stop' || s.kind === 'upgrade') continue; // the operator's and heals' steps: not previewed
     const action = s.kind === 'replace' ? 'recreate' : s.kind;
     const diffs = s.kind === 'start' ? [] : await config.diff(s.desired.spec).catch(() => []);
     items.push({

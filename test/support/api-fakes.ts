@@ -305,7 +305,8 @@ export class FakeActions implements Actions {
       operationId: ref.operationId,
       kind: ref.kind,
       target: ref.target,
-      phase: 'running',
+      // The phases spcd publishes (daemon/operations.ts): accepted, then succeeded or failed.
+      phase: 'accepted',
     });
     bus.publish({
       type: 'pull-progress',

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SpcdError } from '../../agent/errors.js';
 import type { ExecRequest, ExecResult } from '../../agent/engine/types.js';
-import { censusAfter, censusBefore } from '../../agent/executor/census.js';
-import type { ExecutorDeps } from '../../agent/executor/ports.js';
+import { censusAfter, censusBefore, type CensusDeps } from '../../agent/executor/census.js';
 import { CensusLedger } from '../../agent/status/census-ledger.js';
 import { silentLogger } from '../../agent/log.js';
 import { compareCensus, describeMismatch, parseCensusListing } from '../../agent/model/census.js';
@@ -74,7 +73,7 @@ function setup(answers: ((req: ExecRequest) => Promise<ExecResult>)[], vms = 2) 
   const seen: SpcdEvent[] = [];
   events.subscribe((e) => seen.push(e));
   const engine = new FakeExec(answers);
-  const deps = {
+  const deps: CensusDeps = {
     engine,
     clock,
     events,
@@ -83,7 +82,7 @@ function setup(answers: ((req: ExecRequest) => Promise<ExecResult>)[], vms = 2) 
       runningVms: () =>
         Promise.resolve(Array.from({ length: vms }, (_, i) => ({ pid: 100 + i, name: `q${i}` }))),
     },
-  } as unknown as ExecutorDeps;
+  };
   return { clock, events, seen, engine, deps };
 }
 

@@ -226,7 +226,7 @@ describe('--wait progress', () => {
       expect(r.out).not.toContain('\r');
       const lines = r.out.trim().split('\n');
       expect(lines[0]).toMatch(/^operation op-\d+: upgrade nova_compute accepted$/);
-      expect(lines[1]).toMatch(/operation\s+op-\d+ upgrade nova_compute: running$/);
+      expect(lines[1]).toMatch(/operation\s+op-\d+ upgrade nova_compute: accepted$/);
       expect(lines[2]).toMatch(/pull\s+spcd-demo\/service:2: Downloading 50%/);
       expect(lines[3]).toMatch(/step\s+nova_compute gen 4: health-gate done$/);
       expect(lines[4]).toMatch(/operation\s+op-\d+ upgrade nova_compute: succeeded$/);

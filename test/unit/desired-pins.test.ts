@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { desiredContainers, stalePins } from '../../agent/daemon/desired.js';
+import { desiredContainers, stalePins } from '../../agent/planner/pins.js';
 import { specHash } from '../../agent/model/hash.js';
 import type { ContainerSpec, DesiredState } from '../../agent/model/spec.js';
 import type { ContainerRecord, StateStore } from '../../agent/state/store.js';

@@ -7,8 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { isSpcdError, type SpcdError } from '../../agent/errors.js';
-import { checkVmSafety } from '../../agent/executor/guard.js';
-import type { ExecutorDeps } from '../../agent/executor/ports.js';
+import { checkVmSafety, type VmSafetyDeps } from '../../agent/executor/guard.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
 import { allContainers, type ContainerSpec } from '../../agent/model/spec.js';
 import { vmSafetyViolations } from '../../agent/model/vm-safety.js';
@@ -26,7 +25,7 @@ async function e2eSpec(): Promise<ContainerSpec> {
 
 const VMS = [{ pid: 4242, name: 'qemu-1-e2e-guest' }];
 
-function fakes(spec: ContainerSpec, runningVersion: string): ExecutorDeps {
+function fakes(spec: ContainerSpec, runningVersion: string): VmSafetyDeps {
   return {
     state: { generation: () => ({ spec }) },
     vms: { runningVms: async () => VMS },
@@ -40,7 +39,7 @@ function fakes(spec: ContainerSpec, runningVersion: string): ExecutorDeps {
         labels: { 'org.opencontainers.image.version': runningVersion },
       }),
     },
-  } as unknown as ExecutorDeps;
+  };
 }
 
 const old: ObservedContainer = {

@@ -4,8 +4,8 @@
  * left, before the engine's stop returns; otherwise only when it returns.
  */
 import { describe, expect, it } from 'vitest';
-import type { ExecutorDeps, ExitWatch } from '../../agent/executor/ports.js';
-import { settleAll, stopOld } from '../../agent/executor/stop-old.js';
+import type { ExitWatch } from '../../agent/executor/ports.js';
+import { settleAll, stopOld, type StopOldDeps } from '../../agent/executor/stop-old.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
 
 const OLD = { id: 'a'.repeat(64), pid: 4242 } as ObservedContainer;
@@ -38,7 +38,7 @@ function fakes(o: { visible?: boolean; gone?: 'now' | 'never' | 'unknown' } = {}
       };
     },
   };
-  const deps = { engine, exits } as unknown as ExecutorDeps;
+  const deps: StopOldDeps = { engine, exits };
   return { deps, stopCalls, tracked, end: (err?: Error) => endStop(err), wasAborted: () => aborted };
 }
 

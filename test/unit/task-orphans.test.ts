@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SpcdError } from '../../agent/errors.js';
 import type { TaskContainer } from '../../agent/engine/types.js';
-import type { ExecutorDeps } from '../../agent/executor/ports.js';
-import { removeTaskOrphans } from '../../agent/executor/task-orphans.js';
+import { removeTaskOrphans, type TaskOrphanDeps } from '../../agent/executor/task-orphans.js';
 import { silentLogger } from '../../agent/log.js';
 
 /** The engine boundary removeTaskOrphans uses: a task list, kill and remove, with a call log. */
@@ -43,8 +42,7 @@ const task = (id: string, container: string, generation: number, running = true)
   identity: { instance: 'i', set: 's', container, generation, specHash: 'h', configHash: 'none' },
 });
 
-const depsOf = (engine: FakeTaskEngine): ExecutorDeps =>
-  ({ engine, instance: 'i', log: silentLogger() }) as unknown as ExecutorDeps;
+const depsOf = (engine: FakeTaskEngine): TaskOrphanDeps => ({ engine, instance: 'i', log: silentLogger() });
 
 describe('removeTaskOrphans', () => {
   it("kills then removes one container's leftover task containers, and leaves others' alone", async () => {

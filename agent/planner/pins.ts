@@ -3,9 +3,24 @@ import { compareSpecHash } from '../model/hash-schemes.js';
 import { startOrder } from '../model/order.js';
 import type { ContainerSpec, DesiredState, SetSpec } from '../model/spec.js';
 import type { ObservedContainer } from '../model/observed.js';
-import { pickPrimary } from '../planner/plan.js';
-import type { DesiredContainer } from '../planner/types.js';
-import type { StateStore } from '../state/store.js';
+import { pickPrimary } from './plan.js';
+import type { DesiredContainer } from './types.js';
+
+/**
+ * The lasting operator intents the state file keeps (state/store.ts): a pin
+ * is the spec an operator's upgrade or rollback applied, over the definition
+ * it was set on. Pure: the caller passes the store's reads.
+ */
+export interface PinSource {
+  record(
+    name: string,
+  ): { readonly pin?: { spec: ContainerSpec; definitionHash: string } | undefined } | undefined;
+}
+
+/** The spec each recorded generation was created from. */
+export interface RecordedSpecs {
+  generation(name: string, generation: number): { readonly spec: ContainerSpec } | undefined;
+}
 
 /** Hashes a container's rendered config ('none' when it has none). */
 export type ConfigHasher = (spec: ContainerSpec) => string;
@@ -17,7 +32,7 @@ export type ConfigHasher = (spec: ContainerSpec) => string;
  */
 export function desiredContainers(
   state: DesiredState,
-  store: Pick<StateStore, 'record'>,
+  store: PinSource,
   configHash: ConfigHasher,
 ): DesiredContainer[] {
   const out: DesiredContainer[] = [];
@@ -36,7 +51,7 @@ export function desiredContainers(
 }
 
 /** Pins dropped because their definition changed on disk (to be cleared in the store). */
-export function stalePins(state: DesiredState, store: Pick<StateStore, 'record'>): string[] {
+export function stalePins(state: DesiredState, store: PinSource): string[] {
   const stale: string[] = [];
   const walk = (set: SetSpec): void => {
     for (const c of set.containers) {
@@ -66,7 +81,7 @@ function pinHolds(definitionHash: string, fromDisk: ContainerSpec): boolean {
  */
 export function heldContainers(
   observed: readonly ObservedContainer[],
-  store: StateStore,
+  store: RecordedSpecs,
 ): DesiredContainer[] {
   const names = [...new Set(observed.map((o) => o.identity.container))];
   const out: DesiredContainer[] = [];

@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import { toSpcdError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { ContainerSpec } from '../model/spec.js';
+import type { ExecutorDeps } from '../executor/ports.js';
+import type { Step } from '../planner/types.js';
+import type { IntentBook } from './intents.js';
+import type { ContainerLedger } from './ledger.js';
+import type { ContainerLocks, HeldOperation } from './locks.js';
+import { giveUpReason, runStep, stepContainer, stepOrigin, type StepContext } from './steps.js';
+
+export interface LauncherDeps {
+  readonly exec: ExecutorDeps;
+  readonly log: Logger;
+  readonly ledger: ContainerLedger;
+  readonly locks: ContainerLocks;
+  readonly intents: IntentBook;
+  /** Tasks running now. */
+  readonly busyTasks: () => number;
+  /** Asks for another pass at once (steps left for lack of room). */
+  readonly requeue: () => void;
+  readonly runExclusive: <T>(name: string, op: HeldOperation, fn: () => Promise<T>) => Promise<T>;
+  readonly forgetHealth: (name: string) => void;
+  readonly pinned: (spec: ContainerSpec) => void;
+}
+
+/** Planned and heal steps running at once at most; the operator's steps are never held back. */
+const MAX_PARALLEL_TASKS = 4;
+
+/**
+ * Step 4 of a pass: each step a task holding its container, run through the
+ * executor table (steps.ts). The operator's step runs under its intent's
+ * operation and settles it; a heal's and a planned one run under their own.
+ */
+export class StepLauncher {
+  constructor(private readonly d: LauncherDeps) {}
+
+  launch(steps: readonly Step[]): void {
+    const { ledger, intents } = this.d;
+    for (const s of steps) {
+      const origin = stepOrigin(s);
+      const name = stepContainer(s);
+      if (this.d.locks.holder(name)) continue;
+      if (origin.by === 'operator') {
+        const settle = intents.take(name);
+        // The operator's step stands for a heal asked for meanwhile: one restart, not two.
+        ledger.takeHeal(name);
+        const op = origin.operation;
+        settle?.(this.d.runExclusive(name, op, () => runStep(s, this.context(op.id))));
+        continue;
+      }
+      if (this.d.busyTasks() >= MAX_PARALLEL_TASKS) {
+        this.d.requeue();
+        continue;
+      }
+      const kind = origin.by === 'heal' ? 'heal' : 'reconcile';
+      const op: HeldOperation = { id: `${kind}-${randomUUID().slice(0, 8)}`, kind };
+      this.d
+        .runExclusive(name, op, () => runStep(s, this.context(op.id)))
+        .catch((err: unknown) => {
+          const e = toSpcdError(err);
+          // A heal's failure is in the ledger already (runExclusive): it is not a failed step.
+          if (e.code === 'CONFLICT' || origin.by === 'heal') return;
+          ledger.stepFailed(name, e, this.d.exec.clock.now(), giveUpReason(s, e));
+          this.d.log.warn({ container: name, step: s.kind, code: e.code, err: e.message }, 'step failed');
+        });
+    }
+  }
+
+  private context(operationId: string): StepContext {
+    return {
+      exec: this.d.exec,
+      ledger: this.d.ledger,
+      operationId,
+      forgetHealth: this.d.forgetHealth,
+      pinned: this.d.pinned,
+    };
+  }
+}

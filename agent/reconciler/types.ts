@@ -1,0 +1,47 @@
+import type { Logger } from '../log.js';
+import type { BackoffPolicy } from '../model/backoff.js';
+import type { Clock } from '../model/clock.js';
+import type { EventBus } from '../model/events.js';
+import type { ObservedContainer } from '../model/observed.js';
+import type { ContainerEngine, EventEngine } from '../engine/types.js';
+import type { DesiredContainer } from '../planner/types.js';
+import type { ExecutorDeps } from '../executor/ports.js';
+import type { HealthSync } from './health-sync.js';
+import type { LedgerEntry } from './ledger.js';
+import type { HeldOperation } from './locks.js';
+
+export type Lifecycle = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/** One container's facts as the status view reads them: its ledger entry and what holds it. */
+export interface ContainerFacts extends LedgerEntry {
+  readonly operation: HeldOperation | null;
+}
+
+export interface ReconcilerDeps {
+  readonly engine: ContainerEngine & EventEngine;
+  readonly exec: ExecutorDeps;
+  /** The only owner of health watches; the executor's health gate is the same object. */
+  readonly health: HealthSync;
+  readonly events: EventBus;
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly instance: string;
+  readonly relistMs: number;
+  readonly backoff?: BackoffPolicy;
+  /**
+   * The watchdog's proof of life: called after every pass that ran to its
+   * end, including one that found the engine away (the loop is alive, waiting
+   * for it). A loop that stops passing stops calling it.
+   */
+  readonly onHeartbeat?: () => void;
+}
+
+/**
+ * The definitions could not be read: keep what runs and restart what exits,
+ * nothing else (no create, no replace, no remove). `derive` gives the
+ * containers to keep from what the engine shows.
+ */
+export interface Hold {
+  readonly reason: string;
+  readonly derive: (observed: readonly ObservedContainer[]) => DesiredContainer[];
+}
