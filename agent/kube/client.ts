@@ -46,7 +46,12 @@ export interface KubeApi {
   listConfigMaps(namespace: string, fieldSelector?: string): Promise<V1ConfigMapList>;
   watchLeases(
     namespace: string,
-    opts: { fieldSelector?: string; resourceVersion: string; timeoutSeconds?: number },
+    opts: {
+      fieldSelector?: string;
+      labelSelector?: string;
+      resourceVersion: string;
+      timeoutSeconds?: number;
+    },
     onEvent: (type: WatchEventType, obj: V1Lease | Record<string, unknown>) => void,
     onDone: (err: SpcdError | null) => void,
   ): Promise<WatchHandle>;
@@ -240,7 +245,12 @@ export class KubeClient implements KubeApi {
 
   watchLeases(
     namespace: string,
-    opts: { fieldSelector?: string; resourceVersion: string; timeoutSeconds?: number },
+    opts: {
+      fieldSelector?: string;
+      labelSelector?: string;
+      resourceVersion: string;
+      timeoutSeconds?: number;
+    },
     onEvent: (type: WatchEventType, obj: V1Lease | Record<string, unknown>) => void,
     onDone: (err: SpcdError | null) => void,
   ): Promise<WatchHandle> {
