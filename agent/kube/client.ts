@@ -46,12 +46,7 @@ export interface KubeApi {
   listConfigMaps(namespace: string, fieldSelector?: string): Promise<V1ConfigMapList>;
   watchLeases(
     namespace: string,
-    opts: {
-      fieldSelector?: string;
-      labelSelector?: string;
-      resourceVersion: string;
-      timeoutSeconds?: number;
-    },
+    opts: { fieldSelector?: string; resourceVersion: string; timeoutSeconds?: number },
     onEvent: (type: WatchEventType, obj: V1Lease | Record<string, unknown>) => void,
     onDone: (err: SpcdError | null) => void,
   ): Promise<WatchHandle>;
@@ -245,12 +240,7 @@ export class KubeClient implements KubeApi {
 
   watchLeases(
     namespace: string,
-    opts: {
-      fieldSelector?: string;
-      labelSelector?: string;
-      resourceVersion: string;
-      timeoutSeconds?: number;
-    },
+    opts: { fieldSelector?: string; resourceVersion: string; timeoutSeconds?: number },
     onEvent: (type: WatchEventType, obj: V1Lease | Record<string, unknown>) => void,
     onDone: (err: SpcdError | null) => void,
   ): Promise<WatchHandle> {

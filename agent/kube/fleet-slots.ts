@@ -5,18 +5,7 @@
  * the future. Slots change hands only through the API server's optimistic
  * concurrency: create (409 AlreadyExists = someone else made it) and update
  * with the resourceVersion we read (409 Conflict = we lost the race).
- *
- * Nodes waiting for a busy slot queue on it: the annotation
- * `spcd.openstack.org/slot-queue` (a JSON list of node names, first come first
- * served), appended to by update with the resourceVersion read like every
- * other write. A holder that finishes hands the slot to the head of the queue
- * in the same write that gives it up (holderIdentity := the head), so a freed
- * slot costs one write and wakes one node, not a race among all waiters. The
- * labels `spcd.openstack.org/slot-holder` and `spcd.openstack.org/slot-next`
- * name the holder and the head of the queue, so each waiter watches with a
- * label selector for its own name and is told only of what concerns it.
  */
-import { createHash } from 'node:crypto';
 import { V1MicroTime, type V1Lease } from '@kubernetes/client-node';
 import { SpcdError, isSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -25,66 +14,6 @@ import type { KubeApi, WatchEventType, WatchHandle } from './client.js';
 import { fromMicroTime } from './lease-time.js';
 
 export const SLOT_LABEL = 'spcd.openstack.org/upgrade-slot';
-export const QUEUE_ANNOTATION = 'spcd.openstack.org/slot-queue';
-/** Label: the holder (as a label value). */
-export const HOLDER_LABEL = 'spcd.openstack.org/slot-holder';
-/** Label: the head of the queue. */
-export const NEXT_LABEL = 'spcd.openstack.org/slot-next';
-/**
- * Label prefix: `slot.spcd.openstack.org/<node>=true` on the slot its node
- * holds and on the slot whose queue it heads: one label selector per waiter
- * matches both (label selectors have no "or" across keys).
- */
-export const CONCERNS_PREFIX = 'slot.spcd.openstack.org/';
-
-/** A node name as a label value: itself when it is one (63 characters at most), else a hash of it. */
-export function nodeLabel(node: string): string {
-  if (node.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(node)) return node;
-  return `h-${createHash('sha256').update(node).digest('hex').slice(0, 40)}`;
-}
-
-/** The nodes queued on a slot, in order; empty when none or unreadable. */
-export function queueOf(lease: V1Lease | undefined): string[] {
-  const text = lease?.metadata?.annotations?.[QUEUE_ANNOTATION];
-  if (!text) return [];
-  try {
-    const v = JSON.parse(text) as unknown;
-    return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && x !== '') : [];
-  } catch {
-    return [];
-  }
-}
-
-/**
- * Metadata for a write of a slot seen as `lease` (its resourceVersion kept:
- * the write is guarded by it), with `holder` and `queue`, and the labels
- * naming them.
- */
-function slotMeta(
-  lease: V1Lease | undefined,
-  name: string,
-  namespace: string,
-  holder: string | undefined,
-  queue: readonly string[],
-): NonNullable<V1Lease['metadata']> {
-  const annotations = { ...(lease?.metadata?.annotations ?? {}) };
-  if (queue.length > 0) annotations[QUEUE_ANNOTATION] = JSON.stringify(queue);
-  else delete annotations[QUEUE_ANNOTATION];
-  const labels: Record<string, string> = { ...(lease?.metadata?.labels ?? {}), [SLOT_LABEL]: 'true' };
-  delete labels[HOLDER_LABEL];
-  delete labels[NEXT_LABEL];
-  for (const k of Object.keys(labels)) if (k.startsWith(CONCERNS_PREFIX)) delete labels[k];
-  if (holder) labels[HOLDER_LABEL] = nodeLabel(holder);
-  if (queue[0]) labels[NEXT_LABEL] = nodeLabel(queue[0]);
-  for (const n of [holder, queue[0]]) if (n) labels[CONCERNS_PREFIX + nodeLabel(n)] = 'true';
-  return {
-    ...(lease?.metadata ?? {}),
-    name,
-    namespace,
-    labels,
-    ...(Object.keys(annotations).length > 0 ? { annotations } : { annotations: undefined }),
-  };
-}
 
 export interface FleetSlotsDeps {
   readonly api: KubeApi;
@@ -147,17 +76,12 @@ export class FleetSlots {
     this.random = deps.random ?? Math.random;
   }
 
-  /** This node's name, as it appears in holderIdentity and in queues. */
-  get holder(): string {
-    return this.deps.holder;
-  }
-
   slotName(i: number): string {
     return `${this.prefix}${i}`;
   }
 
   /** When a lease stops counting as held, by this node's clock; undefined when free. */
-  expiresAt(lease: V1Lease): number | undefined {
+  private expiresAt(lease: V1Lease): number | undefined {
     const holder = lease.spec?.holderIdentity;
     if (!holder) return undefined;
     const renewed = fromMicroTime(lease.spec?.renewTime) ?? fromMicroTime(lease.spec?.acquireTime);
@@ -173,20 +97,18 @@ export class FleetSlots {
     return exp !== undefined && exp > now;
   }
 
-  /**
-   * The lease with us as holder, out of its queue, and so are the nodes queued
-   * before us: taking a slot free or expired, they missed their turn (dead,
-   * or they would have taken it); one still alive queues again.
-   */
   private taken(lease: V1Lease | undefined, name: string, now: number): V1Lease {
     const prev = lease?.spec;
     const changed = prev?.holderIdentity !== this.deps.holder;
-    const queue = queueOf(lease);
-    const rest = queue.slice(queue.indexOf(this.deps.holder) + 1);
     return {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
-      metadata: slotMeta(lease, name, this.deps.namespace, this.deps.holder, rest),
+      metadata: {
+        name,
+        namespace: this.deps.namespace,
+        labels: { ...(lease?.metadata?.labels ?? {}), [SLOT_LABEL]: 'true' },
+        ...(lease?.metadata?.resourceVersion ? { resourceVersion: lease.metadata.resourceVersion } : {}),
+      },
       spec: {
         holderIdentity: this.deps.holder,
         leaseDurationSeconds: this.leaseDurationSeconds,
@@ -212,14 +134,6 @@ export class FleetSlots {
     const leases = new Map<string, V1Lease>();
     for (const l of list.items) if (l.metadata?.name) leases.set(l.metadata.name, l);
     const resourceVersion = list.metadata?.resourceVersion ?? '';
-    // A slot handed to us while we were not watching (a lost watch): ours already.
-    const handed = [...leases.values()].find(
-      (l) => l.spec?.holderIdentity === this.deps.holder && this.slotIndex(l) !== undefined,
-    );
-    if (handed?.metadata?.name) {
-      const handle = await this.tryTake(handed.metadata.name, handed);
-      return handle ? { handle, leases, resourceVersion } : { leases, resourceVersion };
-    }
     const start = Math.floor(this.random() * this.slots);
     for (let k = 0; k < this.slots; k++) {
       const name = this.slotName((start + k) % this.slots);
@@ -231,14 +145,6 @@ export class FleetSlots {
       return handle ? { handle, leases, resourceVersion } : { leases, resourceVersion };
     }
     return { leases, resourceVersion };
-  }
-
-  /** The slot's index when `lease` is one of this set's N slots. */
-  slotIndex(lease: V1Lease): number | undefined {
-    const name = lease.metadata?.name ?? '';
-    if (!name.startsWith(this.prefix)) return undefined;
-    const i = Number(name.slice(this.prefix.length));
-    return Number.isInteger(i) && i >= 0 && i < this.slots && this.slotName(i) === name ? i : undefined;
   }
 
   /** Whether `name` is free to take by what we saw of it (absent, no holder, expired, or ours). */
@@ -273,70 +179,9 @@ export class FleetSlots {
     }
   }
 
-  /** Reads one slot as it is now; undefined when it does not exist. */
-  async read(name: string): Promise<V1Lease | undefined> {
-    try {
-      return await this.deps.api.readLease(this.deps.namespace, name);
-    } catch (err) {
-      if (isSpcdError(err, 'NOT_FOUND')) return undefined;
-      throw err;
-    }
-  }
-
-  /**
-   * Joins the slot's queue (appends this node), guarded by the resourceVersion
-   * seen. Resolves the lease written, or undefined on 409 (it changed: read it again).
-   */
-  async enqueue(name: string, seen: V1Lease): Promise<V1Lease | undefined> {
-    const queue = queueOf(seen);
-    if (queue.includes(this.deps.holder)) return seen;
-    const body: V1Lease = {
-      ...seen,
-      metadata: slotMeta(seen, name, this.deps.namespace, seen.spec?.holderIdentity ?? undefined, [
-        ...queue,
-        this.deps.holder,
-      ]),
-    };
-    try {
-      return await this.deps.api.replaceLease(this.deps.namespace, name, body);
-    } catch (err) {
-      if (isSpcdError(err, 'LEASE_CONFLICT')) return undefined;
-      throw err;
-    }
-  }
-
-  /**
-   * Leaves the slot's queue (a waiter that gave up or took another slot).
-   * When the slot was handed to us meanwhile, hands it on at once.
-   */
-  async leaveQueue(name: string): Promise<void> {
-    for (let attempt = 0; attempt < 8; attempt++) {
-      const lease = await this.read(name);
-      if (!lease) return;
-      if (lease.spec?.holderIdentity === this.deps.holder)
-        return this.release(new SlotHandle(name, lease, this.deps.clock.now()));
-      const queue = queueOf(lease);
-      if (!queue.includes(this.deps.holder)) return;
-      const rest = queue.filter((n) => n !== this.deps.holder);
-      const body: V1Lease = {
-        ...lease,
-        metadata: slotMeta(lease, name, this.deps.namespace, lease.spec?.holderIdentity ?? undefined, rest),
-      };
-      try {
-        await this.deps.api.replaceLease(this.deps.namespace, name, body);
-        return;
-      } catch (err) {
-        if (!isSpcdError(err, 'LEASE_CONFLICT')) throw err;
-      }
-    }
-  }
-
-  /**
-   * Follows, from `resourceVersion`, the slots that concern this node: one
-   * handed to it, and the one whose queue it heads (for its holder's expiry).
-   * A label selector: the API server sends nothing about other nodes' turns.
-   */
+  /** Follows one slot Lease from `resourceVersion` (what a node waiting for a slot watches). */
   watch(
+    name: string,
     resourceVersion: string,
     onEvent: (type: WatchEventType, obj: V1Lease | Record<string, unknown>) => void,
     onDone: (err: SpcdError | null) => void,
@@ -344,11 +189,7 @@ export class FleetSlots {
   ): Promise<WatchHandle> {
     return this.deps.api.watchLeases(
       this.deps.namespace,
-      {
-        labelSelector: `${SLOT_LABEL}=true,${CONCERNS_PREFIX}${nodeLabel(this.deps.holder)}=true`,
-        resourceVersion,
-        timeoutSeconds,
-      },
+      { fieldSelector: `metadata.name=${name}`, resourceVersion, timeoutSeconds },
       onEvent,
       onDone,
     );
@@ -358,7 +199,7 @@ export class FleetSlots {
   async renew(h: SlotHandle): Promise<void> {
     if (h.state !== 'held') return;
     const { api, namespace, log } = this.deps;
-    for (let attempt = 0; attempt < 8; attempt++) {
+    for (let attempt = 0; attempt < 3; attempt++) {
       const now = this.deps.clock.now();
       try {
         h.lease = await api.replaceLease(namespace, h.name, this.taken(h.lease, h.name, now));
@@ -376,44 +217,26 @@ export class FleetSlots {
     }
   }
 
-  /**
-   * Gives the slot up: hands it to the head of its queue in the same write
-   * (holderIdentity := the head, renewTime now, the head leaves the queue),
-   * or, with nobody queued, clears holderIdentity, so the next node needs no
-   * expiry wait. On 409 (a node queued meanwhile) reads it and tries again.
-   * Never throws on a lost slot.
-   */
+  /** Clears holderIdentity so the next node needs no expiry wait. Never throws on a lost slot. */
   async release(h: SlotHandle): Promise<void> {
     if (h.state !== 'held') return;
     const { api, namespace, log } = this.deps;
     let lease = h.lease;
-    // Nodes queueing meanwhile make 409s: go on while the slot is ours (it
-    // would be lost only at expiry, and then its holder is someone else).
-    for (let attempt = 0; attempt < 100; attempt++) {
+    for (let attempt = 0; attempt < 3; attempt++) {
       if (lease.spec?.holderIdentity !== this.deps.holder) break;
-      const [next, ...rest] = queueOf(lease).filter((n) => n !== this.deps.holder);
-      const now = this.deps.clock.now();
-      const duration = lease.spec?.leaseDurationSeconds ?? this.leaseDurationSeconds;
-      const transitions = lease.spec?.leaseTransitions ?? 0;
       const body: V1Lease = {
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
-        metadata: slotMeta(lease, h.name, namespace, next, rest),
-        spec: next
-          ? {
-              holderIdentity: next,
-              leaseDurationSeconds: duration,
-              acquireTime: new V1MicroTime(now),
-              renewTime: new V1MicroTime(now),
-              leaseTransitions: transitions + 1,
-            }
-          : { leaseDurationSeconds: duration, leaseTransitions: transitions },
+        metadata: { ...lease.metadata },
+        spec: {
+          leaseDurationSeconds: lease.spec?.leaseDurationSeconds ?? this.leaseDurationSeconds,
+          leaseTransitions: lease.spec?.leaseTransitions ?? 0,
+        },
       };
       try {
         h.lease = await api.replaceLease(namespace, h.name, body);
         h.state = 'released';
-        if (next) log.info({ slot: h.name, next }, 'fleet slot handed over');
-        else log.info({ slot: h.name }, 'fleet slot released');
+        log.info({ slot: h.name }, 'fleet slot released');
         return;
       } catch (err) {
         if (!isSpcdError(err, 'LEASE_CONFLICT')) throw err;

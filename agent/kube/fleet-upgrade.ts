@@ -15,8 +15,6 @@ export interface FleetUpgradeOptions {
   readonly retryMs?: number;
   /** A freed slot is tried after a random delay in [0, wakeSpreadMs), doubled per 409: waiters do not all race. Default 100 ms. */
   readonly wakeSpreadMs?: number;
-  /** A holder that let its slot expire: the head of the queue takes over at expiry, the k-th in line k x this later. Default 1000 ms. */
-  readonly takeoverStepMs?: number;
   /** The first pass waits a random delay in [0, startJitterMs). Default 0. */
   readonly startJitterMs?: number;
   /** Give up waiting for a slot after this long (rejects LEASE_CONFLICT). Default: wait forever. */
@@ -43,8 +41,8 @@ function pause(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /**
- * Waits for a slot: a pass; when every slot is busy, queue on one and watch
- * it until the holder hands it over or it expires (slot-waiter.ts). A lost watch falls back to a
+ * Waits for a slot: a pass; when every slot is busy, watch the slot Leases
+ * and try the moment one frees (slot-waiter.ts). A lost watch falls back to a
  * pass every `retryMs` (jittered) until a watch holds again. Rejects
  * KUBE_UNAVAILABLE at once when the API server does not answer a pass or a take.
  */
@@ -79,7 +77,6 @@ export async function acquireSlot(slots: FleetSlots, opts: FleetUpgradeOptions):
           random,
           wakeSpreadMs: opts.wakeSpreadMs ?? 100,
           pollMs: base,
-          ...(opts.takeoverStepMs !== undefined ? { takeoverStepMs: opts.takeoverStepMs } : {}),
           signal,
         });
       } catch (err) {
