@@ -73,6 +73,8 @@ export function waitForSlot(
   let settled = false;
   /** A write of ours in flight: nothing else is tried meanwhile. */
   let busy = false;
+  /** Our watch is established (the server will send what concerns us from now on). */
+  let watching = false;
   /** Watch events about our slot so far. */
   let events = 0;
   /** 409s so far: each doubles the spread of a contested try (how many race is unknown). */
@@ -181,10 +183,12 @@ export function waitForSlot(
         // Free, or expired: the head of the queue takes it; a node not queued
         // takes it only when nobody is queued, else it queues.
         if (rank === 0) return take(lease);
-        if (rank < 0) return later(spread(), () => (queue.length === 0 ? take(lease) : join(lease)));
+        if (rank < 0 && queue.length === 0) return later(spread(), () => take(lease));
+        if (rank < 0) return watching ? later(spread(), () => join(lease)) : undefined;
         return; // in line behind a head that is alive (the safety-net pass covers one that is not)
       }
-      if (rank < 0) return later(queue.length === 0 ? 0 : spread(), () => join(lease));
+      // Joined only once the watch is up: a slot handed over before it would go unseen until expiry.
+      if (rank < 0) return watching ? later(queue.length === 0 ? 0 : spread(), () => join(lease)) : undefined;
       const until = slots.heldUntil(lease);
       if (rank === 0 && until !== undefined) cancelExpiry = clock.setTimer(until - now + 1, () => consider());
     };
@@ -230,7 +234,11 @@ export function waitForSlot(
         .then(
           (h) => {
             if (settled) h.stop();
-            else handles.push(h);
+            else {
+              handles.push(h);
+              watching = true;
+              consider();
+            }
           },
           () => finish('lost'),
         );
