@@ -53,7 +53,8 @@ const lastEnd = new Map<string, number>();
 const gaps: number[] = [];
 const localUpgrade = async (slot = ''): Promise<void> => {
   const start = performance.now();
-  const prev = lastEnd.get(slot);
+  // --rollout runs the upgrade without telling which slot: no gap there.
+  const prev = slot ? lastEnd.get(slot) : undefined;
   if (prev !== undefined) gaps.push(start - prev);
   inFlight++;
   maxConcurrent = Math.max(maxConcurrent, inFlight);
