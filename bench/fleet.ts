@@ -5,13 +5,14 @@
  * Prints total rollout time against the ideal ceil(nodes/N) x W.
  *
  *   npm run bench:fleet -- [--nodes 1000] [--slots 10] [--window 30] [--retry 5000] [--lease 15]
- *     [--spread 100] [--jitter 1000] [--rollout 1]
+ *     [--spread 100] [--jitter 2500] [--rollout 1]
  *
  * --rollout 1: each node runs the whole rollout (RolloutRunner over the
  * Kubernetes backend: the desired ConfigMap watched, phase Leases written, the
  * ledger read before and under the slot); requests_per_node then counts every
  * request (ConfigMaps and all Leases), not only the slot Leases.
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { KubeClient } from '../agent/kube/client.js';
 import { FleetSlots } from '../agent/kube/fleet-slots.js';
 import { runFleetUpgrade } from '../agent/kube/fleet-upgrade.js';
@@ -34,7 +35,7 @@ const W = arg('window', 50);
 const retryMs = arg('retry', 5000);
 const lease = arg('lease', 15);
 const spread = arg('spread', 100);
-const startJitter = arg('jitter', 1000);
+const startJitter = arg('jitter', 2500);
 const rollout = process.argv.includes('--rollout') || process.env.FLEET_ROLLOUT === '1';
 
 const server = new FakeKubeServer();
@@ -47,12 +48,20 @@ let maxConcurrent = 0;
 let done = 0;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const localUpgrade = async (): Promise<void> => {
+/** Per slot: when its last holder finished; the gaps between a finish and the next start are the hand-over cost. */
+const lastEnd = new Map<string, number>();
+const gaps: number[] = [];
+const localUpgrade = async (slot = ''): Promise<void> => {
+  const start = performance.now();
+  // --rollout runs the upgrade without telling which slot: no gap there.
+  const prev = slot ? lastEnd.get(slot) : undefined;
+  if (prev !== undefined) gaps.push(start - prev);
   inFlight++;
   maxConcurrent = Math.max(maxConcurrent, inFlight);
   await sleep(W);
   inFlight--;
   done++;
+  lastEnd.set(slot, performance.now());
 };
 
 /**
@@ -103,6 +112,8 @@ async function startFleet(): Promise<{ runners: RolloutRunner[]; upgraded: Promi
 
 const fleet = rollout ? await startFleet() : undefined;
 const callsBefore = server.calls.length;
+const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+loopDelay.enable();
 const t0 = performance.now();
 if (fleet) {
   server.put('configmaps', 'spcd-system', {
@@ -120,7 +131,7 @@ if (fleet) {
         { api, namespace: 'spcd-system', holder: `compute-${i}`, clock: systemClock, log },
         { slots: N, leaseDurationSeconds: lease },
       );
-      await runFleetUpgrade(slots, localUpgrade, {
+      await runFleetUpgrade(slots, (h) => localUpgrade(h.name), {
         clock: systemClock,
         log,
         retryMs,
@@ -130,6 +141,7 @@ if (fleet) {
     }),
   );
 const total = performance.now() - t0;
+loopDelay.disable();
 if (fleet) await Promise.all(fleet.runners.map((r) => r.stop()));
 api.close();
 await server.stop();
@@ -145,7 +157,7 @@ console.log(`total_ms=${total.toFixed(0)} ideal_ms=${ideal} (ceil(${nodes}/${N})
 const perNode = ((rollout ? measured.length : leaseCalls.length) / nodes).toFixed(1);
 const byVerb = (v: string) => leaseCalls.filter((c) => c.verb === v).length;
 console.log(
-  `lease_requests=${leaseCalls.length} conflicts_409=${conflicts} list=${byVerb('list')} watch=${byVerb('watch')} create=${byVerb('create')} update=${byVerb('update')}`,
+  `lease_requests=${leaseCalls.length} conflicts_409=${conflicts} list=${byVerb('list')} watch=${byVerb('watch')} create=${byVerb('create')} update=${byVerb('update')} patch=${byVerb('patch')} get=${byVerb('get')}`,
 );
 if (rollout) {
   // where the requests go: slot Leases (a list is a slot pass), the ledger, phase Lease updates, creates, the ConfigMap
@@ -162,6 +174,17 @@ if (rollout) {
   const by = new Map<string, number>();
   for (const c of measured) by.set(kind(c), (by.get(kind(c)) ?? 0) + 1);
   console.log([...by].map(([k, v]) => `${k}=${v}`).join(' '));
+}
+console.log(
+  `event_loop_delay_ms p50=${(loopDelay.percentile(50) / 1e6).toFixed(1)} p99=${(loopDelay.percentile(99) / 1e6).toFixed(1)} max=${(loopDelay.max / 1e6).toFixed(1)}`,
+);
+if (gaps.length > 0) {
+  gaps.sort((a, b) => a - b);
+  const q = (f: number) => gaps[Math.min(gaps.length - 1, Math.floor(f * gaps.length))]!.toFixed(0);
+  const sum = gaps.reduce((a, b) => a + b, 0);
+  console.log(
+    `handover_gap_ms p50=${q(0.5)} p90=${q(0.9)} p99=${q(0.99)} max=${q(1)} mean=${(sum / gaps.length).toFixed(1)} (a slot's finish to its next start)`,
+  );
 }
 if (done !== nodes || maxConcurrent > N) process.exitCode = 1;
 console.log(

@@ -76,6 +76,13 @@ export const KUBE_CALLS = {
     scope: 'namespace',
     why: "take / renew / release a slot, write the ledger, guarded by resourceVersion; a node's phase",
   },
+  patchLease: {
+    verb: 'patch',
+    group: 'coordination.k8s.io',
+    resource: 'leases',
+    scope: 'namespace',
+    why: 'FleetSlots: a waiter joins or leaves a slot queue (its own annotation key: no conflict with other waiters)',
+  },
   listLeases: {
     verb: 'list',
     group: 'coordination.k8s.io',

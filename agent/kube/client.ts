@@ -42,11 +42,17 @@ export interface KubeApi {
   readLease(namespace: string, name: string): Promise<V1Lease>;
   createLease(namespace: string, lease: V1Lease): Promise<V1Lease>;
   replaceLease(namespace: string, name: string, lease: V1Lease): Promise<V1Lease>;
+  patchLease(namespace: string, name: string, mergePatch: object): Promise<V1Lease>;
   listLeases(namespace: string, labelSelector?: string): Promise<V1LeaseList>;
   listConfigMaps(namespace: string, fieldSelector?: string): Promise<V1ConfigMapList>;
   watchLeases(
     namespace: string,
-    opts: { fieldSelector?: string; resourceVersion: string; timeoutSeconds?: number },
+    opts: {
+      fieldSelector?: string;
+      labelSelector?: string;
+      resourceVersion: string;
+      timeoutSeconds?: number;
+    },
     onEvent: (type: WatchEventType, obj: V1Lease | Record<string, unknown>) => void,
     onDone: (err: SpcdError | null) => void,
   ): Promise<WatchHandle>;
@@ -210,6 +216,15 @@ export class KubeClient implements KubeApi {
     );
   }
 
+  patchLease(namespace: string, name: string, mergePatch: object): Promise<V1Lease> {
+    return this.call('patchLease', () =>
+      this.coord.patchNamespacedLease(
+        { namespace, name, body: mergePatch },
+        this.opts(PatchStrategy.MergePatch),
+      ),
+    );
+  }
+
   listLeases(namespace: string, labelSelector?: string): Promise<V1LeaseList> {
     return this.call('listLeases', () =>
       this.coord.listNamespacedLease(
@@ -240,7 +255,12 @@ export class KubeClient implements KubeApi {
 
   watchLeases(
     namespace: string,
-    opts: { fieldSelector?: string; resourceVersion: string; timeoutSeconds?: number },
+    opts: {
+      fieldSelector?: string;
+      labelSelector?: string;
+      resourceVersion: string;
+      timeoutSeconds?: number;
+    },
     onEvent: (type: WatchEventType, obj: V1Lease | Record<string, unknown>) => void,
     onDone: (err: SpcdError | null) => void,
   ): Promise<WatchHandle> {

@@ -5,6 +5,16 @@
  * the future. Slots change hands only through the API server's optimistic
  * concurrency: create (409 AlreadyExists = someone else made it) and update
  * with the resourceVersion we read (409 Conflict = we lost the race).
+ *
+ * Nodes waiting for a busy slot queue on it: each adds its own annotation
+ * `queue.spcd.openstack.org/<node>` = {node, at} with a JSON merge patch (its
+ * own key: waiters never conflict with each other; first come first served
+ * by `at`, then name). A holder that finishes hands the slot to the head of
+ * the queue in the same guarded write that gives it up (holderIdentity := the
+ * head, its key removed), so a freed slot costs one write and wakes one node,
+ * not a race among all waiters. The label `slot.spcd.openstack.org/<node>`
+ * marks the slot a node holds and the one whose queue it heads, so each
+ * waiter watches with one label selector and hears only of its own turn.
  */
 import { V1MicroTime, type V1Lease } from '@kubernetes/client-node';
 import { SpcdError, isSpcdError } from '../errors.js';
@@ -12,8 +22,17 @@ import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { KubeApi, WatchEventType, WatchHandle } from './client.js';
 import { fromMicroTime } from './lease-time.js';
+import { CONCERNS_PREFIX, QUEUE_PREFIX, SLOT_LABEL, nodeLabel, queueOf, slotMeta } from './slot-queue.js';
 
-export const SLOT_LABEL = 'spcd.openstack.org/upgrade-slot';
+export {
+  CONCERNS_PREFIX,
+  HOLDER_LABEL,
+  NEXT_LABEL,
+  QUEUE_PREFIX,
+  SLOT_LABEL,
+  nodeLabel,
+  queueOf,
+} from './slot-queue.js';
 
 export interface FleetSlotsDeps {
   readonly api: KubeApi;
@@ -76,12 +95,17 @@ export class FleetSlots {
     this.random = deps.random ?? Math.random;
   }
 
+  /** This node's name, as it appears in holderIdentity and in queues. */
+  get holder(): string {
+    return this.deps.holder;
+  }
+
   slotName(i: number): string {
     return `${this.prefix}${i}`;
   }
 
   /** When a lease stops counting as held, by this node's clock; undefined when free. */
-  private expiresAt(lease: V1Lease): number | undefined {
+  expiresAt(lease: V1Lease): number | undefined {
     const holder = lease.spec?.holderIdentity;
     if (!holder) return undefined;
     const renewed = fromMicroTime(lease.spec?.renewTime) ?? fromMicroTime(lease.spec?.acquireTime);
@@ -97,18 +121,20 @@ export class FleetSlots {
     return exp !== undefined && exp > now;
   }
 
+  /**
+   * The lease with us as holder, out of its queue, and so are the nodes queued
+   * before us: taking a slot free or expired, they missed their turn (dead,
+   * or they would have taken it); one still alive queues again.
+   */
   private taken(lease: V1Lease | undefined, name: string, now: number): V1Lease {
     const prev = lease?.spec;
     const changed = prev?.holderIdentity !== this.deps.holder;
+    const queue = queueOf(lease);
+    const leaving = [...queue.slice(0, queue.indexOf(this.deps.holder) + 1), this.deps.holder];
     return {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
-      metadata: {
-        name,
-        namespace: this.deps.namespace,
-        labels: { ...(lease?.metadata?.labels ?? {}), [SLOT_LABEL]: 'true' },
-        ...(lease?.metadata?.resourceVersion ? { resourceVersion: lease.metadata.resourceVersion } : {}),
-      },
+      metadata: slotMeta(lease, name, this.deps.namespace, this.deps.holder, leaving),
       spec: {
         holderIdentity: this.deps.holder,
         leaseDurationSeconds: this.leaseDurationSeconds,
@@ -134,6 +160,14 @@ export class FleetSlots {
     const leases = new Map<string, V1Lease>();
     for (const l of list.items) if (l.metadata?.name) leases.set(l.metadata.name, l);
     const resourceVersion = list.metadata?.resourceVersion ?? '';
+    // A slot handed to us while we were not watching (a lost watch): ours already.
+    const handed = [...leases.values()].find(
+      (l) => l.spec?.holderIdentity === this.deps.holder && this.slotIndex(l) !== undefined,
+    );
+    if (handed?.metadata?.name) {
+      const handle = await this.tryTake(handed.metadata.name, handed);
+      return handle ? { handle, leases, resourceVersion } : { leases, resourceVersion };
+    }
     const start = Math.floor(this.random() * this.slots);
     for (let k = 0; k < this.slots; k++) {
       const name = this.slotName((start + k) % this.slots);
@@ -145,6 +179,14 @@ export class FleetSlots {
       return handle ? { handle, leases, resourceVersion } : { leases, resourceVersion };
     }
     return { leases, resourceVersion };
+  }
+
+  /** The slot's index when `lease` is one of this set's N slots. */
+  slotIndex(lease: V1Lease): number | undefined {
+    const name = lease.metadata?.name ?? '';
+    if (!name.startsWith(this.prefix)) return undefined;
+    const i = Number(name.slice(this.prefix.length));
+    return Number.isInteger(i) && i >= 0 && i < this.slots && this.slotName(i) === name ? i : undefined;
   }
 
   /** Whether `name` is free to take by what we saw of it (absent, no holder, expired, or ours). */
@@ -179,9 +221,73 @@ export class FleetSlots {
     }
   }
 
-  /** Follows one slot Lease from `resourceVersion` (what a node waiting for a slot watches). */
+  /** Reads one slot as it is now; undefined when it does not exist. */
+  async read(name: string): Promise<V1Lease | undefined> {
+    try {
+      return await this.deps.api.readLease(this.deps.namespace, name);
+    } catch (err) {
+      if (isSpcdError(err, 'NOT_FOUND')) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Joins the slot's queue: a merge patch adding this node's own annotation
+   * key (no resourceVersion: joining never conflicts). Seeing nobody queued,
+   * it also labels the slot as its concern (the head watches for the
+   * holder's expiry; the next guarded write sets the labels right). Resolves
+   * the lease patched, or undefined when the slot is gone.
+   */
+  async enqueue(name: string, seen: V1Lease): Promise<V1Lease | undefined> {
+    const me = this.deps.holder;
+    const queue = queueOf(seen);
+    if (queue.includes(me)) return seen;
+    const patch = {
+      metadata: {
+        annotations: {
+          [QUEUE_PREFIX + nodeLabel(me)]: JSON.stringify({ node: me, at: this.deps.clock.now() }),
+        },
+        ...(queue.length === 0 ? { labels: { [CONCERNS_PREFIX + nodeLabel(me)]: 'true' } } : {}),
+      },
+    };
+    try {
+      return await this.deps.api.patchLease(this.deps.namespace, name, patch);
+    } catch (err) {
+      if (isSpcdError(err, 'NOT_FOUND')) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Leaves the slot's queue (a waiter that gave up or took another slot): a
+   * merge patch removing its key. When the slot was handed to us meanwhile,
+   * hands it on at once.
+   */
+  async leaveQueue(name: string): Promise<void> {
+    const me = this.deps.holder;
+    const lease = await this.read(name);
+    if (!lease) return;
+    if (lease.spec?.holderIdentity === me)
+      return this.release(new SlotHandle(name, lease, this.deps.clock.now()));
+    if (!queueOf(lease).includes(me)) return;
+    try {
+      await this.deps.api.patchLease(this.deps.namespace, name, {
+        metadata: {
+          annotations: { [QUEUE_PREFIX + nodeLabel(me)]: null },
+          labels: { [CONCERNS_PREFIX + nodeLabel(me)]: null },
+        },
+      });
+    } catch (err) {
+      if (!isSpcdError(err, 'NOT_FOUND')) throw err;
+    }
+  }
+
+  /**
+   * Follows, from `resourceVersion`, the slots that concern this node: one
+   * handed to it, and the one whose queue it heads (for its holder's expiry).
+   * A label selector: the API server sends nothing about other nodes' turns.
+   */
   watch(
-    name: string,
     resourceVersion: string,
     onEvent: (type: WatchEventType, obj: V1Lease | Record<string, unknown>) => void,
     onDone: (err: SpcdError | null) => void,
@@ -189,7 +295,11 @@ export class FleetSlots {
   ): Promise<WatchHandle> {
     return this.deps.api.watchLeases(
       this.deps.namespace,
-      { fieldSelector: `metadata.name=${name}`, resourceVersion, timeoutSeconds },
+      {
+        labelSelector: `${SLOT_LABEL}=true,${CONCERNS_PREFIX}${nodeLabel(this.deps.holder)}=true`,
+        resourceVersion,
+        timeoutSeconds,
+      },
       onEvent,
       onDone,
     );
@@ -199,7 +309,7 @@ export class FleetSlots {
   async renew(h: SlotHandle): Promise<void> {
     if (h.state !== 'held') return;
     const { api, namespace, log } = this.deps;
-    for (let attempt = 0; attempt < 3; attempt++) {
+    for (let attempt = 0; attempt < 8; attempt++) {
       const now = this.deps.clock.now();
       try {
         h.lease = await api.replaceLease(namespace, h.name, this.taken(h.lease, h.name, now));
@@ -217,26 +327,50 @@ export class FleetSlots {
     }
   }
 
-  /** Clears holderIdentity so the next node needs no expiry wait. Never throws on a lost slot. */
+  /**
+   * Gives the slot up: hands it to the head of its queue in the same write
+   * (holderIdentity := the head, renewTime now, the head leaves the queue),
+   * or, with nobody queued, clears holderIdentity, so the next node needs no
+   * expiry wait. On 409 (a node queued meanwhile) reads it and tries again.
+   * Never throws on a lost slot.
+   */
   async release(h: SlotHandle): Promise<void> {
     if (h.state !== 'held') return;
     const { api, namespace, log } = this.deps;
     let lease = h.lease;
-    for (let attempt = 0; attempt < 3; attempt++) {
+    // Nodes queueing meanwhile make 409s: go on while the slot is ours (it
+    // would be lost only at expiry, and then its holder is someone else).
+    for (let attempt = 0; attempt < 100; attempt++) {
       if (lease.spec?.holderIdentity !== this.deps.holder) break;
+      const [next] = queueOf(lease).filter((n) => n !== this.deps.holder);
+      const now = this.deps.clock.now();
+      const duration = lease.spec?.leaseDurationSeconds ?? this.leaseDurationSeconds;
+      const transitions = lease.spec?.leaseTransitions ?? 0;
       const body: V1Lease = {
         apiVersion: 'coordination.k8s.io/v1',
         kind: 'Lease',
-        metadata: { ...lease.metadata },
-        spec: {
-          leaseDurationSeconds: lease.spec?.leaseDurationSeconds ?? this.leaseDurationSeconds,
-          leaseTransitions: lease.spec?.leaseTransitions ?? 0,
-        },
+        metadata: slotMeta(
+          lease,
+          h.name,
+          namespace,
+          next,
+          next ? [next, this.deps.holder] : [this.deps.holder],
+        ),
+        spec: next
+          ? {
+              holderIdentity: next,
+              leaseDurationSeconds: duration,
+              acquireTime: new V1MicroTime(now),
+              renewTime: new V1MicroTime(now),
+              leaseTransitions: transitions + 1,
+            }
+          : { leaseDurationSeconds: duration, leaseTransitions: transitions },
       };
       try {
         h.lease = await api.replaceLease(namespace, h.name, body);
         h.state = 'released';
-        log.info({ slot: h.name }, 'fleet slot released');
+        if (next) log.info({ slot: h.name, next }, 'fleet slot handed over');
+        else log.info({ slot: h.name }, 'fleet slot released');
         return;
       } catch (err) {
         if (!isSpcdError(err, 'LEASE_CONFLICT')) throw err;

@@ -11,7 +11,7 @@ import { waitForSlot } from './slot-waiter.js';
 export interface FleetUpgradeOptions {
   readonly clock: Clock;
   readonly log: Logger;
-  /** Slow poll: pause between passes while the slot watch is lost; jittered ±50%. Default 5000 ms. */
+  /** Slow poll: pause between passes while the slot watch is lost; jittered ±50%. The safety-net pass while waiting runs every max(this, 2 lease durations). Default 5000 ms. */
   readonly retryMs?: number;
   /** A freed slot is tried after a random delay in [0, wakeSpreadMs), doubled per 409: waiters do not all race. Default 100 ms. */
   readonly wakeSpreadMs?: number;
@@ -41,8 +41,8 @@ function pause(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /**
- * Waits for a slot: a pass; when every slot is busy, watch the slot Leases
- * and try the moment one frees (slot-waiter.ts). A lost watch falls back to a
+ * Waits for a slot: a pass; when every slot is busy, queue on one and watch
+ * it until the holder hands it over or it expires (slot-waiter.ts). A lost watch falls back to a
  * pass every `retryMs` (jittered) until a watch holds again. Rejects
  * KUBE_UNAVAILABLE at once when the API server does not answer a pass or a take.
  */

@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSpcdError } from '../../agent/errors.js';
 import { KubeClient } from '../../agent/kube/client.js';
-import { FleetSlots, SLOT_LABEL } from '../../agent/kube/fleet-slots.js';
+import {
+  CONCERNS_PREFIX,
+  FleetSlots,
+  HOLDER_LABEL,
+  SLOT_LABEL,
+  queueOf,
+} from '../../agent/kube/fleet-slots.js';
 import { acquireSlot, runFleetUpgrade } from '../../agent/kube/fleet-upgrade.js';
 import { silentLogger } from '../../agent/log.js';
 import { systemClock } from '../../agent/model/clock.js';
@@ -174,7 +180,8 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     expect(started).toBe(false);
   });
 
-  const watchesOn = (prefix: string): number => server.openWatches('leases', NS, `${prefix}0`);
+  // A waiter watches, by label selector, the slots that concern it (not one slot by name).
+  const watchesOn = (_prefix: string): number => server.openWatches('leases', NS);
   const holderOf = (name: string): string | undefined =>
     (server.get('leases', NS, name)?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
 
@@ -258,5 +265,42 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     const h = await got;
     expect(h.name).toBe(`${prefix}0`);
     expect(holderOf(`${prefix}0`)).toBe('node-w');
+  });
+
+  type LeaseObj = { spec?: { holderIdentity?: string }; metadata: { labels?: Record<string, string> } };
+  const lease = (name: string) => server.get('leases', NS, name) as LeaseObj | undefined;
+  const writes = (name: string) =>
+    server.calls.filter(
+      (c) => c.resource === 'leases' && c.name === name && c.verb === 'update' && c.status === 200,
+    ).length;
+
+  it('a release hands the slot to the head of the queue at once: one write, no take, no clock advance', async () => {
+    const clock = new FakeClock();
+    const prefix = 'hand-slot-';
+    const mk = (holder: string) =>
+      new FleetSlots(
+        { api: api(), namespace: NS, holder, clock, log },
+        { slots: 1, leaseDurationSeconds: 30, prefix },
+      );
+    const a = mk('node-a');
+    const held = (await a.acquire())!;
+    const waiting = acquireSlot(mk('node-w'), {
+      clock,
+      log,
+      random: () => 0,
+      retryMs: 600_000,
+      wakeSpreadMs: 100,
+    });
+    await waitFor(() => queueOf(lease(`${prefix}0`) as never).includes('node-w'), 5000);
+    expect(lease(`${prefix}0`)?.metadata.labels?.[`${CONCERNS_PREFIX}node-w`]).toBe('true');
+    const before = writes(`${prefix}0`);
+    await a.release(held);
+    const h = await waiting;
+    expect(h.name).toBe(`${prefix}0`);
+    expect(lease(`${prefix}0`)?.spec?.holderIdentity).toBe('node-w');
+    expect(lease(`${prefix}0`)?.metadata.labels?.[HOLDER_LABEL]).toBe('node-w');
+    expect(queueOf(lease(`${prefix}0`) as never)).toEqual([]);
+    // the release was the only write: the waiter did not write to take it
+    expect(writes(`${prefix}0`)).toBe(before + 1);
   });
 });

@@ -1,0 +1,77 @@
+/**
+ * A slot Lease's queue and labels (fleet-slots.ts): one annotation key per
+ * waiting node, `queue.spcd.openstack.org/<node label>` = {node, at}, ordered
+ * by `at` then name; the labels naming the holder and the head of the queue,
+ * and `slot.spcd.openstack.org/<node>=true` on the slots that concern a node
+ * (it holds the slot, or heads its queue).
+ */
+import { createHash } from 'node:crypto';
+import type { V1Lease } from '@kubernetes/client-node';
+
+export const SLOT_LABEL = 'spcd.openstack.org/upgrade-slot';
+/** Annotation prefix: `queue.spcd.openstack.org/<node label>` = {node, at}, one key per waiting node. */
+export const QUEUE_PREFIX = 'queue.spcd.openstack.org/';
+/** Label: the holder (as a label value). */
+export const HOLDER_LABEL = 'spcd.openstack.org/slot-holder';
+/** Label: the head of the queue. */
+export const NEXT_LABEL = 'spcd.openstack.org/slot-next';
+/**
+ * Label prefix: `slot.spcd.openstack.org/<node>=true` on the slot its node
+ * holds and on the slot whose queue it heads: one label selector per waiter
+ * matches both (label selectors have no "or" across keys).
+ */
+export const CONCERNS_PREFIX = 'slot.spcd.openstack.org/';
+
+/** A node name as a label value: itself when it is one (63 characters at most), else a hash of it. */
+export function nodeLabel(node: string): string {
+  if (node.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(node)) return node;
+  return `h-${createHash('sha256').update(node).digest('hex').slice(0, 40)}`;
+}
+
+/** The nodes queued on a slot, in order (joined first, then by name); unreadable entries are skipped. */
+export function queueOf(lease: V1Lease | undefined): string[] {
+  const entries: { node: string; at: number }[] = [];
+  for (const [k, v] of Object.entries(lease?.metadata?.annotations ?? {})) {
+    if (!k.startsWith(QUEUE_PREFIX) || typeof v !== 'string') continue;
+    try {
+      const e = JSON.parse(v) as { node?: unknown; at?: unknown };
+      if (typeof e.node === 'string' && e.node !== '' && typeof e.at === 'number')
+        entries.push({ node: e.node, at: e.at });
+    } catch {
+      // not a queue entry
+    }
+  }
+  entries.sort((a, b) => a.at - b.at || (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+  return entries.map((e) => e.node);
+}
+
+/**
+ * Metadata for a write of a slot seen as `lease` (its resourceVersion kept:
+ * the write is guarded by it), with `holder`, the nodes in `leaving` out of
+ * the queue, and the labels naming the holder and the head of the queue.
+ */
+export function slotMeta(
+  lease: V1Lease | undefined,
+  name: string,
+  namespace: string,
+  holder: string | undefined,
+  leaving: readonly string[],
+): NonNullable<V1Lease['metadata']> {
+  const annotations = { ...(lease?.metadata?.annotations ?? {}) };
+  for (const n of leaving) delete annotations[QUEUE_PREFIX + nodeLabel(n)];
+  const queue = queueOf({ metadata: { annotations } });
+  const labels: Record<string, string> = { ...(lease?.metadata?.labels ?? {}), [SLOT_LABEL]: 'true' };
+  delete labels[HOLDER_LABEL];
+  delete labels[NEXT_LABEL];
+  for (const k of Object.keys(labels)) if (k.startsWith(CONCERNS_PREFIX)) delete labels[k];
+  if (holder) labels[HOLDER_LABEL] = nodeLabel(holder);
+  if (queue[0]) labels[NEXT_LABEL] = nodeLabel(queue[0]);
+  for (const n of [holder, queue[0]]) if (n) labels[CONCERNS_PREFIX + nodeLabel(n)] = 'true';
+  return {
+    ...(lease?.metadata ?? {}),
+    name,
+    namespace,
+    labels,
+    ...(Object.keys(annotations).length > 0 ? { annotations } : { annotations: undefined }),
+  };
+}
