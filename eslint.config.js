@@ -23,6 +23,8 @@ const ROOMS = {
   // cli/ loads kube/ with a dynamic import() for `fleet status` only.
   cli: { may: ['model', 'spec', 'rollout', 'errors', 'log'], types: ['api', 'kube'] },
   kube: { may: ['model', 'render', 'rollout', 'errors', 'log'], types: ['api'] },
+  // etcd/ takes the desired document's parser from kube/ (desired-watcher.ts: no client-node at run time).
+  etcd: { may: ['model', 'render', 'rollout', 'kube', 'errors', 'log'], types: [] },
   preflight: { may: ['errors', 'log'], types: [] },
 };
 const ALL = [...Object.keys(ROOMS), 'daemon', 'errors', 'log'];
@@ -32,6 +34,7 @@ const OWNED = {
   dockerode: 'engine',
   nunjucks: 'render',
   '@kubernetes/client-node': 'kube',
+  etcd3: 'etcd',
 };
 
 const IO = [

@@ -49,6 +49,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   let daemon: Daemon | undefined;
   let api: { close(): Promise<void> } | undefined;
   let kube: { stop(): Promise<void> } | undefined;
+  let etcd: { stop(): Promise<void> } | undefined;
   const components = new Components(
     [
       { name: 'state-lock', start: () => lock.acquire(), stop: () => lock.release() },
@@ -90,6 +91,23 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
           }
         },
         stop: async () => kube?.stop(),
+      },
+      {
+        name: 'etcd',
+        start: async () => {
+          if (!cfg.etcd || !cfg.nodeName) return;
+          try {
+            const { startEtcdIntegration } = await import('./daemon/etcd-wiring.js');
+            etcd = await startEtcdIntegration(daemon!, cfg.etcd, cfg.nodeName);
+          } catch (err) {
+            // etcd paces fleet upgrades: the containers do not depend on it.
+            log.error(
+              { err: (err as Error).message },
+              'etcd integration did not start; continuing without it',
+            );
+          }
+        },
+        stop: async () => etcd?.stop(),
       },
     ],
     log,

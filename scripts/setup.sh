@@ -14,3 +14,4 @@ bash scripts/ensure-docker.sh
 bash scripts/build-demo-images.sh
 bash scripts/ensure-promtool.sh
 bash scripts/ensure-zsh.sh
+bash scripts/ensure-etcd.sh
