@@ -128,7 +128,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['bin/**/*.js', 'scripts/**/*.js', 'eslint.config.js'],
+    files: ['bin/**/*.js', 'scripts/**/*.js', 'test/support/**/*.mjs', 'eslint.config.js'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },
 );

@@ -93,7 +93,9 @@ export class EtcdSlots {
       onLost?.(err);
     });
     try {
-      const leaseId = await lease.grant();
+      const leaseId = await lease.grant().catch((err: unknown) => {
+        throw unavailable(err, 'granting the slot lease');
+      });
       const key = await this.take(n, leaseId, signal, (f) => (onLost = f));
       log.info({ slot: key }, 'fleet slot taken');
       return Object.assign(held, { key });
