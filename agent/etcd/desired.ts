@@ -46,7 +46,7 @@ export function parseEtcdDesired(text: string, key: string, version: string): De
     if (!(err instanceof SpcdError)) throw err;
     throw new SpcdError(
       err.code,
-      `etcd key ${key}: ${err.message.replace(/^ConfigMap (key )?/, '')}`,
+      `etcd key ${key}: ${err.message.replace(/^ConfigMap (\S+ )?key "([a-z]+)"/, '$2')}`,
       { ...err.details, key, part: err.details.key },
       { cause: err },
     );
