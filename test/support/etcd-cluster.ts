@@ -50,8 +50,8 @@ export class EtcdCluster {
   }
 
   /** Starts `size` members and waits until the cluster has a leader and answers. */
-  static async start(size = 3): Promise<EtcdCluster> {
-    const c = new EtcdCluster(mkdtempSync(join(tmpdir(), 'spcd-etcd-')));
+  static async start(size = 3, opts: { parentDir?: string } = {}): Promise<EtcdCluster> {
+    const c = new EtcdCluster(mkdtempSync(join(opts.parentDir ?? tmpdir(), 'spcd-etcd-')));
     for (let i = 0; i < size; i++) {
       const dataDir = join(c.root, `m${i}`);
       mkdirSync(dataDir);
@@ -202,6 +202,25 @@ export class EtcdCluster {
       },
       { timeoutMs: 30_000, intervalMs: 200 },
     ).then((v) => v - 1);
+  }
+
+  /** Prometheus metrics of every running member, summed by metric name and grpc_type (e.g. `grpc_server_handled_total/unary`). */
+  async metrics(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (let i = 0; i < this.size; i++) {
+      if (!this.running(i)) continue;
+      const text = await (
+        await fetch(`${this.endpoint(i)}/metrics`, { signal: AbortSignal.timeout(5_000) })
+      ).text();
+      for (const line of text.split('\n')) {
+        const m = /^(grpc_server_[a-z_]+)\{([^}]*)\} ([0-9.e+]+)$/.exec(line);
+        if (!m) continue;
+        const type = /grpc_type="([a-z_]+)"/.exec(m[2]!)?.[1] ?? '';
+        const k = `${m[1]}/${type}`;
+        out.set(k, (out.get(k) ?? 0) + Number(m[3]));
+      }
+    }
+    return out;
   }
 
   /** The tail of each member's log (for a failure message). */

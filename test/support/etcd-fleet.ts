@@ -34,6 +34,8 @@ export interface EtcdFleetOptions {
   readonly recheckMs?: number;
   readonly wakeSpreadMs?: number;
   readonly defaultMaxConcurrent?: number;
+  /** Clients shared by the nodes (round robin) instead of one each: for a bench of many nodes. Closed by the caller. */
+  readonly clientPool?: readonly Etcd3[];
 }
 
 export class EtcdFleet {
@@ -68,11 +70,15 @@ export class EtcdFleet {
     const o = this.o;
     const said: string[] = [];
     const log = this.logger(said);
-    const client = connectEtcd({
-      endpoints: o.endpoints,
-      callTimeoutMs: o.callTimeoutMs ?? 2_000,
-      watchBackoffMaxMs: 500,
-    });
+    const pool = o.clientPool;
+    const client =
+      pool && pool.length > 0
+        ? pool[this.nodes.length % pool.length]!
+        : connectEtcd({
+            endpoints: o.endpoints,
+            callTimeoutMs: o.callTimeoutMs ?? 2_000,
+            watchBackoffMaxMs: 500,
+          });
     const backend = new EtcdRolloutBackend({
       client,
       prefix: o.prefix,
@@ -140,7 +146,7 @@ export class EtcdFleet {
 
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((n) => n.runner.stop()));
-    for (const n of this.nodes) n.client.close();
+    if (!this.o.clientPool) for (const n of this.nodes) n.client.close();
     this.admin.close();
   }
 }
