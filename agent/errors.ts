@@ -115,6 +115,10 @@ export const ERRORS = {
   LEASE_CONFLICT: { status: 409, summary: 'A fleet upgrade slot was taken by another node first.' },
   KUBE_REJECTED: { status: 502, summary: 'The Kubernetes API server refused a request (RBAC, validation).' },
   KUBE_GONE: { status: 410, summary: 'A Kubernetes watch resourceVersion expired; the watcher re-lists.' },
+  ETCD_UNAVAILABLE: {
+    status: 503,
+    summary: 'The etcd cluster does not answer (no member reachable, or no quorum).',
+  },
 
   INTERNAL: { status: 500, summary: 'A bug: an unexpected error inside spcd.' },
 } as const satisfies Record<string, ErrorDef>;

@@ -15,3 +15,4 @@ bash scripts/build-demo-images.sh
 bash scripts/ensure-promtool.sh
 bash scripts/ensure-zsh.sh
 bash scripts/ensure-dnsmasq.sh
+bash scripts/ensure-etcd.sh

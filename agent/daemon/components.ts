@@ -26,7 +26,6 @@ export function startupComponents(d: StartupDeps): Component[] {
   const { parts, journal, definitions } = d;
   const { settings, log, clock, state, health } = parts;
   let api: { close(): Promise<void> } | undefined;
-  let kube: { stop(): Promise<void> } | undefined;
   return [
     {
       name: 'state',
@@ -66,23 +65,41 @@ export function startupComponents(d: StartupDeps): Component[] {
     // Preflight, then adopt, recover, converge; its stop stops the loop (in-flight operations
     // finish, containers keep running).
     d.converge,
-    {
-      name: 'kube',
-      start: async () => {
-        if (!settings.kube || !settings.nodeName) return;
-        try {
-          // Loaded only when enabled: the Kubernetes client alone costs ~75 MB of RSS.
-          const { startKubeIntegration } = await import('./kube-wiring.js');
-          kube = await startKubeIntegration(parts, settings.kube, settings.nodeName);
-        } catch (err) {
-          // Kubernetes is for reporting and fleet pacing: the containers do not depend on it.
-          log.error(
-            { err: (err as Error).message },
-            'kubernetes integration did not start; continuing without it',
-          );
-        }
-      },
-      stop: async () => kube?.stop(),
-    },
+    // Kubernetes and etcd pace fleet upgrades and report; the containers depend on neither.
+    // Each is loaded only when enabled (the Kubernetes client alone costs ~75 MB of RSS).
+    optionalIntegration('kube', 'kubernetes', log, async () => {
+      if (!settings.kube || !settings.nodeName) return undefined;
+      const { startKubeIntegration } = await import('./kube-wiring.js');
+      return startKubeIntegration(parts, settings.kube, settings.nodeName);
+    }),
+    optionalIntegration('etcd', 'etcd', log, async () => {
+      if (!settings.etcd || !settings.nodeName) return undefined;
+      const { startEtcdIntegration } = await import('./etcd-wiring.js');
+      return startEtcdIntegration(parts, settings.etcd, settings.nodeName);
+    }),
   ];
+}
+
+/** A fleet integration: started when configured; one that fails to start is logged, never fatal. */
+function optionalIntegration(
+  name: string,
+  what: string,
+  log: DaemonParts['log'],
+  open: () => Promise<{ stop(): Promise<void> } | undefined>,
+): Component {
+  let opened: { stop(): Promise<void> } | undefined;
+  return {
+    name,
+    start: async () => {
+      try {
+        opened = await open();
+      } catch (err) {
+        log.error(
+          { err: (err as Error).message },
+          `${what} integration did not start; continuing without it`,
+        );
+      }
+    },
+    stop: async () => opened?.stop(),
+  };
 }

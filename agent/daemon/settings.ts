@@ -1,7 +1,9 @@
+import { hostname } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { SpcdError } from '../errors.js';
 import { formatMs, MAX_DURATION_MS, parseDuration } from '../model/units.js';
+import { ETCD_FLAGS, parseEtcdSettings, type EtcdSettings } from '../etcd/settings.js';
 
 /** The daemon's settings, compiled once from flags and environment (flags win). */
 export interface Settings {
@@ -28,6 +30,8 @@ export interface Settings {
   readonly nodeName: string | undefined;
   /** Kubernetes integration is on with a kubeconfig, or in a pod (service host + NODE_NAME). */
   readonly kube: { namespace: string; desiredConfigMap: string | undefined; fleetSlots: number } | undefined;
+  /** Fleet rollouts through etcd (--etcd-endpoints), for hosts without Kubernetes; never with `kube`. */
+  readonly etcd: EtcdSettings | undefined;
 }
 
 interface FlagDef {
@@ -81,7 +85,10 @@ export const FLAGS: Record<string, FlagDef> = {
     env: 'SPCD_KUBECONFIG',
     help: 'kubeconfig for Kubernetes reporting (optional; in-cluster when NODE_NAME is set)',
   },
-  'node-name': { env: 'NODE_NAME', help: "this node's Kubernetes name" },
+  'node-name': {
+    env: 'NODE_NAME',
+    help: "this node's name in the fleet (Kubernetes Node; with etcd, default the hostname)",
+  },
   'kube-namespace': {
     env: 'SPCD_KUBE_NAMESPACE',
     help: 'namespace of Leases, Events and the desired ConfigMap',
@@ -96,6 +103,7 @@ export const FLAGS: Record<string, FlagDef> = {
     help: 'how many nodes may upgrade at once (Lease slots)',
     def: '1',
   },
+  ...ETCD_FLAGS,
 };
 
 export function usage(): string {
@@ -206,7 +214,16 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
       flag: 'node-name',
     });
   }
+  const etcd = parseEtcdSettings(get, slots);
+  if (etcd && (kubeconfig || inCluster)) {
+    throw new SpcdError(
+      'SETTINGS_INVALID',
+      `--etcd-endpoints cannot be used with ${kubeconfig ? '--kubeconfig' : 'in-cluster Kubernetes (KUBERNETES_SERVICE_HOST and NODE_NAME)'}: a fleet coordinates through one of them`,
+      { flag: 'etcd-endpoints' },
+    );
+  }
   return {
+    etcd,
     kube:
       kubeconfig || inCluster
         ? {
@@ -235,6 +252,6 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     pullActivityTimeoutMs: duration('pull-activity-timeout'),
     logLevel: level,
     kubeconfig,
-    nodeName,
+    nodeName: nodeName ?? (etcd ? hostname() : undefined),
   };
 }

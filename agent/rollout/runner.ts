@@ -178,17 +178,24 @@ export class RolloutRunner {
     const r = this.unwritten;
     if (this.writing || !r) return;
     this.unwritten = undefined;
+    let failed = false;
     this.writing = this.o.backend
       .writePhase(r)
-      .catch((err: unknown) =>
+      .catch((err: unknown) => {
         this.o.log.warn(
           { phase: r.phase, code: isSpcdError(err) ? err.code : 'INTERNAL' },
-          'phase report failed',
-        ),
-      )
+          'phase report failed; retrying',
+        );
+        // The last report must reach the cluster (a node done while it was unreachable
+        // would show upgrading for ever): written again later, unless a newer one came.
+        if (this.stopped || this.unwritten) return;
+        failed = true;
+        this.unwritten = r;
+        this.o.clock.setTimer(this.recheckDelay(), () => this.kickWrites());
+      })
       .finally(() => {
         this.writing = undefined;
-        this.kickWrites(); // a newer report arrived meanwhile
+        if (!failed) this.kickWrites(); // a newer report arrived meanwhile
       });
   }
 

@@ -9,6 +9,8 @@ export default function setup(): void {
   run('bash', ['scripts/build-demo-images.sh']);
   // promtool, for metrics-promtool.test.ts and alert-rules.test.ts (no server is started).
   run('bash', ['scripts/ensure-promtool.sh']);
+  // etcd (Debian's etcd-server; its service is not started), for etcd-rollout.test.ts.
+  run('bash', ['scripts/ensure-etcd.sh']);
   // Kolla's runtime (set_configs.py, kolla_start) from ../shared, for kolla-set-configs.test.ts
   // and kolla-bootstrap.test.ts. Cached by input hash; cold about 1.5-4 minutes (debootstrap),
   // printed by the script. A failure is reported here and by those tests, not by every test.

@@ -1,0 +1,68 @@
+/**
+ * This node's share of a fleet rollout, whichever cluster paces it
+ * (Kubernetes: kube-wiring.ts; etcd: agent/etcd/wiring.ts): what the desired
+ * document changes here, the pre-pull before queueing, and the apply under
+ * the slot (globals, then images, each health-gated).
+ */
+import { randomUUID } from 'node:crypto';
+import { SpcdError } from '../errors.js';
+import type { DesiredDocument } from '../rollout/backend.js';
+import type { RolloutActions } from '../rollout/runner.js';
+import { applyClusterGlobals } from '../config/cluster-globals.js';
+import type { DaemonParts } from './daemon.js';
+
+export function nodeRolloutActions(parts: DaemonParts): Omit<RolloutActions, 'health'> {
+  const { actions, events, reconciler, clock, log, reloadWithGlobals } = parts;
+  const waitFor = (operationId: string): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const off = events.subscribe((e) => {
+        if (e.type !== 'operation' || e.operationId !== operationId) return;
+        if (e.phase === 'succeeded') {
+          off();
+          resolve();
+        } else if (e.phase === 'failed') {
+          off();
+          reject(new SpcdError('UPGRADE_FAILED', e.error?.message ?? 'upgrade failed', { operationId }));
+        }
+      });
+    });
+  /** This node's containers whose image the document changes. */
+  const imageChanges = (images: DesiredDocument['images']) =>
+    reconciler
+      .desiredContainers()
+      .filter((c) => images[c.spec.name] !== undefined && images[c.spec.name] !== c.spec.image);
+  const globalsChange = (d: DesiredDocument): boolean =>
+    JSON.stringify(d.globals) !== JSON.stringify(parts.clusterGlobals());
+  return {
+    pending: (d) => globalsChange(d) || imageChanges(d.images).length > 0,
+    // Before asking for a slot: the images this node would change to, pulled now, outside any window.
+    prePull: async (images) => {
+      const wanted = reconciler
+        .desiredContainers()
+        .map((c) => images[c.spec.name])
+        .filter((i): i is string => i !== undefined);
+      await parts.prePull(wanted, `fleet-prepull-${randomUUID().slice(0, 8)}`);
+    },
+    // Under the slot: the ConfigMap's globals (re-render, recreate what changed, health-gated:
+    // cluster-globals.ts), then its images, one container at a time, each health-gated.
+    apply: async (d) => {
+      if (globalsChange(d)) {
+        const recreated = await applyClusterGlobals(
+          {
+            reloadWithGlobals,
+            desired: () => reconciler.desiredContainers(),
+            events,
+            clock,
+            deadlineMs: 30 * 60_000,
+          },
+          { ...d.globals },
+        );
+        log.info({ recreated }, 'cluster globals applied');
+      }
+      for (const c of imageChanges(d.images)) {
+        const ref = await actions.upgrade(c.spec.name, { image: d.images[c.spec.name]! });
+        await waitFor(ref.operationId);
+      }
+    },
+  };
+}

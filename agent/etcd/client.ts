@@ -1,0 +1,81 @@
+/**
+ * The etcd client spcd uses (the npm `etcd3` package over gRPC): every unary
+ * call has a deadline, a failed call is retried on another member, and a lost
+ * watch stream reconnects within seconds (resuming from the last revision it
+ * saw). Only agent/etcd/ imports etcd3.
+ */
+import { readFileSync } from 'node:fs';
+import { Etcd3, type IOptions } from 'etcd3';
+import { SpcdError } from '../errors.js';
+
+export interface EtcdConnection {
+  /** http(s)://host:port of each member. */
+  readonly endpoints: readonly string[];
+  /** PEM files for TLS: the CA that signed the members' certificates, this node's client certificate and key. */
+  readonly caFile?: string | undefined;
+  readonly certFile?: string | undefined;
+  readonly keyFile?: string | undefined;
+  /** Deadline of each unary call. Default 5 s. */
+  readonly callTimeoutMs?: number;
+  /** Longest pause between watch reconnects. Default 5 s. */
+  readonly watchBackoffMaxMs?: number;
+}
+
+function readPem(file: string, flag: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    throw new SpcdError(
+      'SETTINGS_INVALID',
+      `--${flag}: cannot read ${file}: ${(err as Error).message}`,
+      { flag, file },
+      { cause: err },
+    );
+  }
+}
+
+/** The watch reconnect delay: from `first` ms, doubled per failure, at most `max` (etcd3's backoff shape). */
+interface Backoff {
+  readonly duration: number;
+  next(context: unknown): Backoff;
+}
+function doubling(first: number, max: number): Backoff {
+  return { duration: first, next: () => doubling(Math.min(max, first * 2), max) };
+}
+
+export function etcdOptions(c: EtcdConnection): IOptions {
+  const callTimeoutMs = c.callTimeoutMs ?? 5_000;
+  const tls = c.caFile !== undefined || c.certFile !== undefined;
+  return {
+    hosts: [...c.endpoints],
+    dialTimeout: callTimeoutMs,
+    defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
+    faultHandling: {
+      watchBackoff: doubling(100, c.watchBackoffMaxMs ?? 5_000),
+    },
+    ...(tls
+      ? {
+          credentials: {
+            rootCertificate: readPem(c.caFile ?? '', 'etcd-ca'),
+            ...(c.certFile ? { certChain: readPem(c.certFile, 'etcd-cert') } : {}),
+            ...(c.keyFile ? { privateKey: readPem(c.keyFile, 'etcd-key') } : {}),
+          },
+        }
+      : {}),
+  };
+}
+
+export function connectEtcd(c: EtcdConnection): Etcd3 {
+  return new Etcd3(etcdOptions(c));
+}
+
+/** An etcd3 / gRPC failure as spcd's error (a bug in spcd stays itself). */
+export function unavailable(err: unknown, what: string): SpcdError {
+  if (err instanceof SpcdError) return err;
+  return new SpcdError(
+    'ETCD_UNAVAILABLE',
+    `etcd: ${what}: ${(err as Error).message}`,
+    { during: what },
+    { cause: err },
+  );
+}

@@ -1,0 +1,54 @@
+/**
+ * The desired document in etcd: one key (`<prefix>desired`) holding a YAML
+ * (or JSON) map with the ConfigMap's three parts, so that an operator changes
+ * the target, its globals and its rollout object in one atomic put:
+ *
+ *   images:  { nova_compute: registry/nova-compute:2024.2-3 }
+ *   globals: { openstack_release: 2024.2 }
+ *   rollout: { maxConcurrent: 10, canary: { nodes: 2, soak: 10m } }
+ *
+ * Each part is checked by the same rules as the ConfigMap's key of that name
+ * (agent/kube/desired-watcher.ts). Pure.
+ */
+import yaml from 'js-yaml';
+import { SpcdError } from '../errors.js';
+import { parseDesired } from '../kube/desired-watcher.js';
+import type { DesiredDocument } from '../rollout/backend.js';
+
+const PARTS = ['images', 'globals', 'rollout'] as const;
+
+function invalid(key: string, message: string, details: Record<string, unknown> = {}): SpcdError {
+  return new SpcdError('SPEC_INVALID', `etcd key ${key}: ${message}`, { key, ...details });
+}
+
+/** Parses the desired key's value; throws SPEC_INVALID / SPEC_YAML naming the key (and the part). */
+export function parseEtcdDesired(text: string, key: string, version: string): DesiredDocument {
+  let doc: unknown;
+  try {
+    doc = text.trim() === '' ? {} : yaml.load(text, { schema: yaml.CORE_SCHEMA, json: false });
+  } catch (err) {
+    throw new SpcdError('SPEC_YAML', `etcd key ${key}: ${(err as Error).message}`, { key }, { cause: err });
+  }
+  if (doc === null || doc === undefined) doc = {};
+  if (typeof doc !== 'object' || Array.isArray(doc))
+    throw invalid(key, 'must be a map with images, globals and rollout');
+  const map = doc as Record<string, unknown>;
+  for (const k of Object.keys(map))
+    if (!(PARTS as readonly string[]).includes(k))
+      throw invalid(key, `${k} is not a part (known: ${PARTS.join(', ')})`, { part: k });
+  // The ConfigMap's parser, one part per key: the same checks and messages.
+  const data: Record<string, string> = {};
+  for (const k of PARTS) if (map[k] !== undefined && map[k] !== null) data[k] = yaml.dump(map[k]);
+  try {
+    const d = parseDesired({ metadata: { name: key, resourceVersion: version }, data });
+    return { version, images: d.images, globals: d.globals, rollout: d.rollout };
+  } catch (err) {
+    if (!(err instanceof SpcdError)) throw err;
+    throw new SpcdError(
+      err.code,
+      `etcd key ${key}: ${err.message.replace(/^ConfigMap (\S+ )?key "([a-z]+)"/, '$2')}`,
+      { ...err.details, key, part: err.details.key },
+      { cause: err },
+    );
+  }
+}

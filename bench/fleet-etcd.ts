@@ -1,0 +1,84 @@
+/**
+ * bench:fleet-etcd — the fleet rollout of bench:fleet, through a real
+ * 3-member etcd cluster on loopback ports (Debian's etcd-server, data in
+ * /dev/shm when there is one) instead of the in-test Kubernetes API server.
+ * Every simulated node runs the whole rollout (RolloutRunner over the etcd
+ * backend: the desired key watched, its phase key written, a slot taken by
+ * transaction and watched for), in one process; the local upgrade takes W ms.
+ * Nodes share `--clients` etcd clients (round robin): 1,000 clients of 3
+ * gRPC channels each would measure this machine's sockets, not the rollout.
+ * Requests are counted by the members themselves (their /metrics): unary
+ * calls plus the messages nodes send on streams (watch requests, lease
+ * keep-alives), since t0.
+ *
+ *   npm run bench:fleet-etcd -- [--nodes 1000] [--slots 10] [--window 50] [--clients 50] [--spread 20] [--ttl 15]
+ */
+import type { Etcd3 } from 'etcd3';
+import { existsSync } from 'node:fs';
+import { connectEtcd } from '../agent/etcd/client.js';
+import { EtcdCluster } from '../test/support/etcd-cluster.js';
+import { EtcdFleet } from '../test/support/etcd-fleet.js';
+
+function arg(name: string, def: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  const v = i >= 0 ? Number(process.argv[i + 1]) : Number(process.env[`FLEET_${name.toUpperCase()}`] ?? def);
+  if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`);
+  return v;
+}
+
+const nodes = arg('nodes', 1000);
+const N = arg('slots', 10);
+const W = arg('window', 50);
+const clients = arg('clients', 50);
+const spread = arg('spread', 20);
+const ttl = arg('ttl', 15);
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+const cluster = await EtcdCluster.start(3, existsSync('/dev/shm') ? { parentDir: '/dev/shm' } : {});
+const pool: Etcd3[] = Array.from({ length: clients }, () =>
+  connectEtcd({ endpoints: cluster.endpoints(), callTimeoutMs: 30_000 }),
+);
+const fleet = new EtcdFleet({
+  endpoints: cluster.endpoints(),
+  prefix: '/bench/',
+  apply: () => sleep(W),
+  slotTtlSeconds: ttl,
+  callTimeoutMs: 30_000,
+  recheckMs: 5_000,
+  wakeSpreadMs: spread,
+  defaultMaxConcurrent: N,
+  clientPool: pool,
+});
+let exitCode = 0;
+try {
+  for (let i = 0; i < nodes; i++) await fleet.add(`compute-${i}`);
+  // every node has seen the (absent) desired key and reported itself up to date before t0
+  for (;;) {
+    if ((await fleet.phases()).size === nodes) break;
+    await sleep(100);
+  }
+  const before = await cluster.metrics();
+  const t0 = performance.now();
+  await fleet.publish(`images: { nova_compute: "nova:30" }\nrollout: { id: bench, maxConcurrent: ${N} }\n`);
+  while (fleet.applied.length < nodes) await sleep(5);
+  const total = performance.now() - t0;
+  const after = await cluster.metrics();
+  const delta = (k: string): number => (after.get(k) ?? 0) - (before.get(k) ?? 0);
+  const unary = delta('grpc_server_handled_total/unary');
+  const streamed = delta('grpc_server_msg_received_total/bidi_stream');
+  const ideal = Math.ceil(nodes / N) * W;
+  console.log(
+    `etcd members=3 nodes=${nodes} upgraded=${fleet.applied.length} N=${N} window_ms=${W} clients=${clients} spread_ms=${spread} ttl_s=${ttl}`,
+  );
+  console.log(`total_ms=${total.toFixed(0)} ideal_ms=${ideal} (ceil(${nodes}/${N}) x ${W})`);
+  console.log(`unary_requests=${unary} stream_messages=${streamed}`);
+  if (fleet.applied.length !== nodes || fleet.maxInFlight > N) exitCode = 1;
+  console.log(
+    `etcd fleet_rollout_ratio=${(total / ideal).toFixed(2)} max_concurrent=${fleet.maxInFlight} N=${N} requests_per_node=${((unary + streamed) / nodes).toFixed(1)}`,
+  );
+} finally {
+  await fleet.stop();
+  for (const c of pool) c.close();
+  await cluster.stop();
+}
+process.exit(exitCode);
