@@ -48,6 +48,7 @@ const ROOMS = {
       'api',
       'rollout',
       'kube',
+      'etcd',
       'preflight',
       'config',
       'host',
