@@ -50,6 +50,7 @@ describe('buildDaemon', () => {
       'api',
       'converge',
       'kube',
+      'etcd',
     ]);
     expect(existsSync(join(root, 'state'))).toBe(false);
   });
