@@ -16,6 +16,7 @@ import type { Ledger, PhaseReport } from '../rollout/decide.js';
 import { unavailable } from './client.js';
 import { parseEtcdDesired } from './desired.js';
 import { EtcdSlots } from './slots.js';
+import { ledgerFromJson, phaseFromJson } from '../rollout/records.js';
 
 export interface EtcdRolloutBackendDeps {
   readonly client: Etcd3;
@@ -30,32 +31,6 @@ export interface EtcdRolloutBackendDeps {
   readonly wakeSpreadMs?: number;
   /** Pause before reading the desired key again after a failure. Default 5 s. */
   readonly retryMs?: number;
-}
-
-/** A ledger from its JSON; undefined when it is not one. */
-export function ledgerFromJson(text: string | undefined): Ledger | undefined {
-  if (!text) return undefined;
-  try {
-    const v = JSON.parse(text) as Partial<Ledger>;
-    if (typeof v.rollout !== 'string' || typeof v.canaries !== 'object' || !Array.isArray(v.failed))
-      return undefined;
-    return { rollout: v.rollout, canaries: v.canaries ?? {}, failed: v.failed };
-  } catch {
-    return undefined;
-  }
-}
-
-/** A phase report from its JSON; undefined when it is not one. */
-export function phaseFromJson(text: string | undefined): PhaseReport | undefined {
-  if (!text) return undefined;
-  try {
-    const v = JSON.parse(text) as PhaseReport;
-    return typeof v.node === 'string' && typeof v.phase === 'string' && typeof v.rollout === 'string'
-      ? v
-      : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 export class EtcdRolloutBackend implements RolloutBackend {

@@ -18,6 +18,7 @@ import type { KubeApi } from './client.js';
 import { DesiredWatcher } from './desired-watcher.js';
 import { FleetSlots } from './fleet-slots.js';
 import { runFleetUpgrade } from './fleet-upgrade.js';
+import { ledgerFromJson, phaseFromJson } from '../rollout/records.js';
 
 export const LEDGER_LEASE = 'spcd-rollout';
 export const LEDGER_ANNOTATION = 'spcd.openstack.org/rollout-ledger';
@@ -44,30 +45,12 @@ export interface KubeRolloutBackendDeps {
 
 /** The ledger an annotation holds; undefined when absent or not a ledger. */
 export function ledgerFrom(lease: V1Lease | undefined): Ledger | undefined {
-  const text = lease?.metadata?.annotations?.[LEDGER_ANNOTATION];
-  if (!text) return undefined;
-  try {
-    const v = JSON.parse(text) as Partial<Ledger>;
-    if (typeof v.rollout !== 'string' || typeof v.canaries !== 'object' || !Array.isArray(v.failed))
-      return undefined;
-    return { rollout: v.rollout, canaries: v.canaries ?? {}, failed: v.failed };
-  } catch {
-    return undefined;
-  }
+  return ledgerFromJson(lease?.metadata?.annotations?.[LEDGER_ANNOTATION]);
 }
 
 /** A node's report from its phase Lease; undefined when absent or unreadable. */
 export function phaseFrom(lease: V1Lease | undefined): PhaseReport | undefined {
-  const text = lease?.metadata?.annotations?.[PHASE_ANNOTATION];
-  if (!text) return undefined;
-  try {
-    const v = JSON.parse(text) as PhaseReport;
-    return typeof v.node === 'string' && typeof v.phase === 'string' && typeof v.rollout === 'string'
-      ? v
-      : undefined;
-  } catch {
-    return undefined;
-  }
+  return phaseFromJson(lease?.metadata?.annotations?.[PHASE_ANNOTATION]);
 }
 
 export class KubeRolloutBackend implements RolloutBackend {

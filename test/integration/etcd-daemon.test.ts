@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectEtcd } from '../../agent/etcd/client.js';
-import { phaseFromJson } from '../../agent/etcd/rollout-backend.js';
+import { phaseFromJson } from '../../agent/rollout/records.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';

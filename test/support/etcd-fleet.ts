@@ -8,7 +8,8 @@
 import type { Etcd3 } from 'etcd3';
 import { pino } from 'pino';
 import { connectEtcd } from '../../agent/etcd/client.js';
-import { EtcdRolloutBackend, phaseFromJson } from '../../agent/etcd/rollout-backend.js';
+import { EtcdRolloutBackend } from '../../agent/etcd/rollout-backend.js';
+import { phaseFromJson } from '../../agent/rollout/records.js';
 import type { Logger } from '../../agent/log.js';
 import { systemClock } from '../../agent/model/clock.js';
 import type { DesiredDocument } from '../../agent/rollout/backend.js';
