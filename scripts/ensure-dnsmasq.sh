@@ -4,13 +4,7 @@
 # DHCP server of a bridge the test creates, inside its own network namespace.
 # Idempotent.
 set -euo pipefail
-
-if command -v dnsmasq >/dev/null 2>&1; then
-  echo "ensure-dnsmasq: $(dnsmasq --version | head -n1)"
-  exit 0
-fi
-echo "ensure-dnsmasq: installing Debian's dnsmasq-base package"
-export DEBIAN_FRONTEND=noninteractive
-apt-get install -y -qq --no-install-recommends dnsmasq-base >/dev/null 2>&1 ||
-  { apt-get update -qq && apt-get install -y -qq --no-install-recommends dnsmasq-base >/dev/null; }
-echo "ensure-dnsmasq: $(dnsmasq --version | head -n1)"
+# shellcheck source=lib/debian-package.sh
+. "$(dirname "$0")/lib/debian-package.sh"
+version() { dnsmasq --version | head -n 1; }
+ensure_package ensure-dnsmasq dnsmasq dnsmasq-base
