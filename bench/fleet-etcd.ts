@@ -18,13 +18,7 @@ import { existsSync } from 'node:fs';
 import { connectEtcd } from '../agent/etcd/client.js';
 import { EtcdCluster } from '../test/support/etcd-cluster.js';
 import { EtcdFleet } from '../test/support/etcd-fleet.js';
-
-function arg(name: string, def: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : Number(process.env[`FLEET_${name.toUpperCase()}`] ?? def);
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`);
-  return v;
-}
+import { positiveArg as arg } from './support/args.js';
 
 const nodes = arg('nodes', 1000);
 const N = arg('slots', 10);

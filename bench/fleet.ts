@@ -21,13 +21,7 @@ import { RolloutRunner } from '../agent/rollout/runner.js';
 import { silentLogger } from '../agent/log.js';
 import { systemClock } from '../agent/model/clock.js';
 import { FakeKubeServer } from '../test/support/kube-server.js';
-
-function arg(name: string, def: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : Number(process.env[`FLEET_${name.toUpperCase()}`] ?? def);
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`);
-  return v;
-}
+import { positiveArg as arg } from './support/args.js';
 
 const nodes = arg('nodes', 1000);
 const N = arg('slots', 10);
