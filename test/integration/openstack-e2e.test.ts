@@ -89,7 +89,8 @@ const made: { images: string[]; flavor?: string; network?: string } = { images: 
 let hostNet: HostNet | undefined;
 /** Every Neutron port the run saw (VMs' and DHCP's): their taps are removed at the end. */
 const portIds = new Set<string>();
-let networkLine = '';
+/** Steps after which the network check found nothing wrong. */
+let networkOk = 0;
 const results: StepResult[] = [];
 let managed = 0;
 const name = (svc: string): string => `${prefix}${svc}`;
@@ -338,7 +339,6 @@ beforeAll(async () => {
   ).catch(async (e: Error) => {
     throw new Error(`${e.message}: ${(await networkCheck()).failures.join('; ')}`);
   });
-  networkLine = plugged.line;
   console.log(`network: ${plugged.line}`);
   await vmsh('api-probe', [join(root, 'libvirt'), IMAGE_11, sb.instance]);
 }, 60 * 60_000);
@@ -457,7 +457,7 @@ afterAll(async () => {
   console.log(`openstack_e2e_total_s=${((Date.now() - T0) / 1000).toFixed(1)}`);
   const summary =
     `openstack_vms_survived=${vmSteps}/${STEPS * VMS} nova_managed_after=${managed} census_mismatches=${census} ` +
-    `max_libvirt_window_s=${lib.length ? Math.max(...lib).toFixed(2) : 'nan'} max_compute_up_s=${up.length ? Math.max(...up).toFixed(1) : 'nan'}`;
+    `max_libvirt_window_s=${lib.length ? Math.max(...lib).toFixed(2) : 'nan'} max_compute_up_s=${up.length ? Math.max(...up).toFixed(1) : 'nan'} network_ok=${networkOk}/${STEPS}`;
   console.log(summary);
   if (process.env.SPCD_E2E_SUMMARY) writeFileSync(process.env.SPCD_E2E_SUMMARY, `${summary}\n`);
 }, 600_000);
@@ -482,6 +482,7 @@ describe.runIf(CONTROL_READY)(
       // The network after the step: ports ACTIVE, taps on the bridge, dnsmasq's hosts.
       const net = await networkCheck();
       r.failures.push(...net.failures.map((f) => `network: ${f}`));
+      if (!net.failures.length) networkOk++;
       console.log(`${label} network: ${net.line}`);
       results.push(r);
       expect(r.failures, r.failures.join('; ')).toEqual([]);
