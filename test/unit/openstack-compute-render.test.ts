@@ -109,6 +109,25 @@ describe('openstack compute and network sets rendering', () => {
     expect(ini).toMatch(/^firewall_driver = iptables$/m);
   });
 
+  it("the shipped Linux bridge compute set: nova as the OVS set's, the agent with iptables and VXLAN", async () => {
+    const secrets = [
+      'rabbitmq: { password: r }',
+      'nova: { keystone_password: n, placement_password: p, metadata_secret: m }',
+      'neutron: { keystone_password: q }',
+    ].join('\n');
+    const lb = await rendered('container-sets/linuxbridge', 'neutron_linuxbridge_agent', `${secrets}\n`);
+    const ini = lb.get('linuxbridge_agent.ini') ?? '';
+    expect(ini).toMatch(/^firewall_driver = iptables$/m);
+    expect(ini).toMatch(/^enable_ipset = true$/m);
+    expect(ini).toMatch(/^enable_vxlan = true\nlocal_ip = 127\.0\.0\.1\nl2_population = true$/m);
+    expect(ini).not.toMatch(/mappings/);
+    expect(lb.get('neutron.conf')).toMatch(/^transport_url = rabbit:\/\/openstack:r@rabbitmq:5672\/$/m);
+    for (const c of ['nova_compute', 'nova_libvirt']) {
+      const ovs = await rendered('container-sets', c, `${secrets}\n`);
+      expect(await rendered('container-sets/linuxbridge', c, `${secrets}\n`)).toEqual(ovs);
+    }
+  });
+
   it('the shipped compute set keeps Nova defaults for what only the test sets', async () => {
     const secrets = [
       'rabbitmq: { password: r }',
