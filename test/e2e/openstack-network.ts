@@ -68,17 +68,32 @@ async function links(prefix: string): Promise<string[]> {
   return [...s.stdout.matchAll(/^\d+: ([^:@\s]+)/gm)].map((m) => m[1]!).filter((n) => n.startsWith(prefix));
 }
 
+/** Names of what the run's Neutron objects make on the host (Neutron's and Nova's: a prefix and the id's first 11 characters). */
+export interface Made {
+  /** Ports: their taps. */
+  readonly ports: readonly string[];
+  /** Networks: the brq<network> bridge os-vif makes for a server's port. */
+  readonly networks: readonly string[];
+}
+
+function devicesOf(m: Made): Set<string> {
+  return new Set([
+    ...m.ports.map((id) => `tap${id.slice(0, 11)}`),
+    ...m.networks.map((id) => `brq${id.slice(0, 11)}`),
+  ]);
+}
+
 /**
- * Removes what the run made: the taps of its ports (`tap` + the port id's
- * first 11 characters, Neutron's and Nova's name), the namespaces in its
+ * Removes what the run made: the taps of its ports and the brq bridges of
+ * its networks (`tap`/`brq` + the id's first 11 characters), the namespaces in its
  * folder, the folder's mount, its bridge, and Neutron's iptables and
  * ebtables chains that were not there before. Returns what it removed.
  */
-export async function hostNetworkDown(h: HostNet, portIds: readonly string[]): Promise<string[]> {
+export async function hostNetworkDown(h: HostNet, made: Made): Promise<string[]> {
   const removed: string[] = [];
-  const taps = new Set(portIds.map((id) => `tap${id.slice(0, 11)}`));
-  for (const dev of await links('tap'))
-    if (taps.has(dev)) {
+  const devices = devicesOf(made);
+  for (const dev of [...(await links('tap')), ...(await links('brq'))])
+    if (devices.has(dev)) {
       await run('ip', ['link', 'del', dev], TIMEOUT).catch(() => undefined);
       removed.push(dev);
     }
@@ -149,9 +164,9 @@ async function removeChains(before: ReadonlySet<string>, scratch: string): Promi
 }
 
 /** What is left of the run's network on the host (empty after a clean teardown). */
-export async function hostNetworkLeft(h: HostNet, portIds: readonly string[]): Promise<string[]> {
-  const taps = new Set(portIds.map((id) => `tap${id.slice(0, 11)}`));
-  const left = (await links('tap')).filter((d) => taps.has(d));
+export async function hostNetworkLeft(h: HostNet, made: Made): Promise<string[]> {
+  const devices = devicesOf(made);
+  const left = [...(await links('tap')), ...(await links('brq'))].filter((d) => devices.has(d));
   if ((await links(h.bridge)).includes(h.bridge)) left.push(h.bridge);
   if (existsSync(h.netnsDir)) left.push(...readdirSync(h.netnsDir).map((n) => `netns:${n}`));
   left.push(...[...(await neutronChains())].filter((c) => !h.before.has(c)));

@@ -430,8 +430,9 @@ afterAll(async () => {
   tap?.close();
   await spcd?.stop();
   if (hostNet) {
-    const removed = await hostNetworkDown(hostNet, [...portIds]).catch((e: Error) => [`error: ${e.message}`]);
-    const left = await hostNetworkLeft(hostNet, [...portIds]);
+    const ids = { ports: [...portIds], networks: made.network ? [made.network] : [] };
+    const removed = await hostNetworkDown(hostNet, ids).catch((e: Error) => [`error: ${e.message}`]);
+    const left = await hostNetworkLeft(hostNet, ids);
     console.log(`network cleanup removed: ${removed.join(', ') || 'nothing'}; left: ${left.length}`);
   }
   if (sb) {
