@@ -82,8 +82,8 @@ export interface Rendering {
   /** Replaces the spcd_e2e_os_ container-name prefix. */
   readonly prefix: string;
   readonly runId: string;
-  /** Replaces the bridge name spcdn-e2e (the flat physnet's bridge, made by the test). */
-  readonly bridge?: string;
+  /** Replaces the interface name spcdn-e2e (the flat physnet's interface, made by the test). */
+  readonly iface?: string;
 }
 
 /** A set file with this run's root, container names and run label. */
@@ -94,7 +94,7 @@ export function renderSetFile(path: string, r: Rendering): string {
     .split('spcd_e2e_os_')
     .join(r.prefix)
     .replace(/spcd-e2e\.run: manual/g, `spcd-e2e.run: ${r.runId}`)
-    .replace(/\bspcdn-e2e\b/g, r.bridge ?? 'spcdn-e2e');
+    .replace(/\bspcdn-e2e\b/g, r.iface ?? 'spcdn-e2e');
 }
 
 export interface Tick {

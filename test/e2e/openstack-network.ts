@@ -1,10 +1,11 @@
 /**
  * The host side of the OpenStack end-to-end test's network (issue #15,
- * docs/openstack-e2e.md): the bridge with no uplink and no address that
- * the flat physnet maps to, the folder the DHCP agent's namespaces are
- * mounted in (a shared mount point, so Docker accepts a `:shared` bind of it),
- * and the cleanup that removes every bridge, tap, namespace, iptables and
- * ebtables rule the run made. Rules and chains are found by Neutron's own
+ * docs/openstack-e2e.md): the flat physnet's interface (one end of a veth
+ * pair with no address whose peer stays down and in no bridge: no uplink; the
+ * Linux bridge agent enslaves it into the network's brq<network> bridge), the
+ * folder the DHCP agent's namespaces are mounted in (a shared mount point, so
+ * Docker accepts a `:shared` bind of it), and the cleanup that removes every
+ * bridge, veth, tap, namespace, iptables and ebtables rule the run made. Rules and chains are found by Neutron's own
  * names (neutron-linuxbri-*, neutron-filter-top, neutronARP-*, neutronMAC-*)
  * and removed only when they were not there before the run.
  */
@@ -23,7 +24,9 @@ const IPT_TABLES = ['filter', 'raw', 'mangle', 'nat'] as const;
 const TIMEOUT = 60_000;
 
 export interface HostNet {
-  readonly bridge: string;
+  /** The physnet's interface (the agent's physical_interface_mappings); its veth peer is `peer`. */
+  readonly iface: string;
+  readonly peer: string;
   readonly netnsDir: string;
   /** Neutron-named chains present before the run ("iptables/filter/name"): never removed. */
   readonly before: ReadonlySet<string>;
@@ -48,18 +51,29 @@ async function neutronChains(): Promise<Set<string>> {
   return out;
 }
 
-/** The run's bridge (up, no address, IPv6 off so the host sends nothing on it) and the namespace folder. */
-export async function hostNetworkUp(root: string, bridge: string): Promise<HostNet> {
-  if (bridge.length > 15) throw new Error(`bridge name ${bridge} is longer than 15 characters`);
+/**
+ * The run's physnet interface `iface` and its veth peer `peer` (no address,
+ * IPv6 off on both so the host sends nothing; the peer stays down, so no frame
+ * leaves through it), and the namespace folder.
+ */
+export async function hostNetworkUp(root: string, iface: string, peer: string): Promise<HostNet> {
+  for (const n of [iface, peer])
+    if (n.length > 15) throw new Error(`interface name ${n} is longer than 15 characters`);
   const before = await neutronChains();
-  await run('ip', ['link', 'add', bridge, 'type', 'bridge'], TIMEOUT);
-  const v6 = `/proc/sys/net/ipv6/conf/${bridge}/disable_ipv6`;
-  if (existsSync(v6)) writeFileSync(v6, '1');
-  await run('ip', ['link', 'set', bridge, 'up'], TIMEOUT);
+  await run('ip', ['link', 'add', iface, 'type', 'veth', 'peer', 'name', peer], TIMEOUT);
+  for (const n of [iface, peer]) {
+    const v6 = `/proc/sys/net/ipv6/conf/${n}/disable_ipv6`;
+    if (existsSync(v6)) writeFileSync(v6, '1');
+  }
   const netnsDir = join(root, 'netns');
   await run('mount', ['--bind', netnsDir, netnsDir], TIMEOUT);
   await run('mount', ['--make-shared', netnsDir], TIMEOUT);
-  return { bridge, netnsDir, before };
+  return { iface, peer, netnsDir, before };
+}
+
+/** The bridge the Linux bridge agent makes for a network (and Nova names for its ports). */
+export function brqOf(network: string): string {
+  return `brq${network.slice(0, 11)}`;
 }
 
 /** Links of the host whose names start with `prefix`. */
@@ -77,10 +91,7 @@ export interface Made {
 }
 
 function devicesOf(m: Made): Set<string> {
-  return new Set([
-    ...m.ports.map((id) => `tap${id.slice(0, 11)}`),
-    ...m.networks.map((id) => `brq${id.slice(0, 11)}`),
-  ]);
+  return new Set([...m.ports.map((id) => `tap${id.slice(0, 11)}`), ...m.networks.map(brqOf)]);
 }
 
 /**
@@ -105,9 +116,9 @@ export async function hostNetworkDown(h: HostNet, made: Made): Promise<string[]>
     }
     await run('umount', ['-l', h.netnsDir], TIMEOUT).catch(() => undefined);
   }
-  if ((await links(h.bridge)).includes(h.bridge)) {
-    await run('ip', ['link', 'del', h.bridge], TIMEOUT);
-    removed.push(h.bridge);
+  if ((await links(h.iface)).includes(h.iface)) {
+    await run('ip', ['link', 'del', h.iface], TIMEOUT); // its peer goes with it
+    removed.push(`${h.iface}+${h.peer}`);
   }
   removed.push(...(await removeChains(h.before, h.netnsDir)));
   return removed;
@@ -167,7 +178,7 @@ async function removeChains(before: ReadonlySet<string>, scratch: string): Promi
 export async function hostNetworkLeft(h: HostNet, made: Made): Promise<string[]> {
   const devices = devicesOf(made);
   const left = [...(await links('tap')), ...(await links('brq'))].filter((d) => devices.has(d));
-  if ((await links(h.bridge)).includes(h.bridge)) left.push(h.bridge);
+  for (const n of [h.iface, h.peer]) if ((await links(n)).includes(n)) left.push(n);
   if (existsSync(h.netnsDir)) left.push(...readdirSync(h.netnsDir).map((n) => `netns:${n}`));
   left.push(...[...(await neutronChains())].filter((c) => !h.before.has(c)));
   return left;

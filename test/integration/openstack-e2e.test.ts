@@ -3,8 +3,8 @@
  * docs/openstack-e2e.md): one spcd runs the control set and the compute set
  * (container-sets-e2e/openstack/). The test uploads the tiny guest to Glance
  * (kernel aki, ramdisk ari, a 1 MiB raw root with kernel_id, ramdisk_id and
- * os_command_line), makes a flat Neutron network on a bridge the test made
- * (no uplink; DHCP from Neutron's agent), checks the Linux bridge and DHCP
+ * os_command_line), makes a flat Neutron network on a veth the test made
+ * (no uplink: its peer stays down; DHCP from Neutron's agent), checks the Linux bridge and DHCP
  * agents are alive, boots two VMs with a port on it through the Nova API
  * (microversion 2.37), checks their ports ACTIVE, plugged into the bridge and
  * in dnsmasq's hosts, and then, through spcd's API only:
@@ -45,6 +45,7 @@ import {
   hostNetworkDown,
   hostNetworkLeft,
   hostNetworkUp,
+  brqOf,
   NET_CIDR,
   PHYSNET,
   type HostNet,
@@ -85,7 +86,7 @@ let os: OpenStack;
 const vms: Vm[] = [];
 /** Glance images, the flavor and the network this run made, removed at the end. */
 const made: { images: string[]; flavor?: string; network?: string } = { images: [] };
-/** The host's side of the network (bridge, namespaces folder, chains before the run). */
+/** The host's side of the network (the physnet's veth, namespaces folder, chains before the run). */
 let hostNet: HostNet | undefined;
 /** Every Neutron port the run saw (VMs' and DHCP's): their taps are removed at the end. */
 const portIds = new Set<string>();
@@ -230,10 +231,10 @@ beforeAll(async () => {
   root = join(sb.root, 'host');
   prefix = `ose${process.pid}_`;
   prepareRoot(root);
-  // Linux caps interface names at 15 characters: spcdn + at most 7 digits.
-  const bridge = `spcdn${process.pid % 10_000_000}`;
-  hostNet = await hostNetworkUp(root, bridge);
-  const r = { root, prefix, runId: sb.instance, bridge };
+  // Linux caps interface names at 15 characters: spcdn/spcdp + at most 7 digits.
+  const iface = `spcdn${process.pid % 10_000_000}`;
+  hostNet = await hostNetworkUp(root, iface, `spcdp${process.pid % 10_000_000}`);
+  const r = { root, prefix, runId: sb.instance, iface };
   if (!EXTERNAL_CONTROL) {
     writeSet(sb, 'control.yaml', renderSetFile(CONTROL_SET, r));
     writeSet(sb, 'network.yaml', renderSetFile(NETWORK_SET, r));
@@ -345,7 +346,7 @@ beforeAll(async () => {
 
 /**
  * The network as Neutron and the host see it: the VMs' ports and the DHCP
- * port ACTIVE, each port's tap on the run's bridge, the qdhcp namespace in
+ * port ACTIVE, each port's tap and the physnet's veth on the network's brq bridge, the qdhcp namespace in
  * the run's folder, and dnsmasq's hosts file (in the DHCP agent) naming each
  * VM's MAC and address. The leases dnsmasq handed out are counted (a guest
  * with a DHCP client leaves one each).
@@ -361,11 +362,12 @@ async function networkCheck(): Promise<{ failures: string[]; line: string }> {
   const dhcp = ports.find((p) => p.device_owner === 'network:dhcp');
   if (vmPorts.length !== VMS || vmPorts.some((p) => !p)) failures.push(`VM ports: ${vmPorts.length}`);
   if (!dhcp) failures.push('no DHCP port');
-  const bridged = new Set(await readdirAsync(`/sys/class/net/${hostNet!.bridge}/brif`));
+  const bridge = brqOf(network);
+  const bridged = new Set(await readdirAsync(`/sys/class/net/${bridge}/brif`));
+  if (!bridged.has(hostNet!.iface)) failures.push(`${hostNet!.iface} not on ${bridge}`);
   for (const p of [...vmPorts, dhcp].filter((x): x is Port => !!x)) {
     if (p.status !== 'ACTIVE') failures.push(`port ${p.id} (${p.device_owner}) is ${p.status}`);
-    if (!bridged.has(`tap${p.id.slice(0, 11)}`))
-      failures.push(`tap of port ${p.id} not on ${hostNet!.bridge}`);
+    if (!bridged.has(`tap${p.id.slice(0, 11)}`)) failures.push(`tap of port ${p.id} not on ${bridge}`);
   }
   const ns = `qdhcp-${network}`;
   if (!(await readdirAsync(hostNet!.netnsDir)).includes(ns))
@@ -391,7 +393,7 @@ async function networkCheck(): Promise<{ failures: string[]; line: string }> {
   const line =
     `network=${network} ports_active=${[...vmPorts, dhcp].filter((p) => p?.status === 'ACTIVE').length} ` +
     `addresses=${vmPorts.map((p) => p?.fixed_ips[0]?.ip_address).join(',')} dhcp_hosts=${hosts.split('\n').filter(Boolean).length} ` +
-    `dhcp_leases=${leaseCount} bridge=${hostNet!.bridge} taps_on_bridge=${bridged.size}`;
+    `dhcp_leases=${leaseCount} bridge=${bridge} on_bridge=${[...bridged].sort().join(',')}`;
   return { failures, line };
 }
 

@@ -98,15 +98,16 @@ describe('openstack compute and network sets rendering', () => {
     expect(ini).toMatch(/^enable_isolated_metadata = false$/m);
   });
 
-  it('the Linux bridge agent maps the physnet to the bridge, iptables security groups, no VXLAN', async () => {
+  it('the Linux bridge agent maps the physnet to the test interface, iptables security groups, no VXLAN', async () => {
     const files = await rendered('container-sets-e2e/openstack', 'spcd_e2e_os_neutron_linuxbridge_agent');
     expect(files.get('neutron.conf')).toMatch(/^host = spcd-e2e-compute$/m);
     const ini = files.get('linuxbridge_agent.ini') ?? '';
-    expect(ini).toMatch(/^bridge_mappings = spcd-e2e:spcdn-e2e$/m);
-    expect(ini).not.toMatch(/physical_interface_mappings/);
+    expect(ini).toMatch(/^physical_interface_mappings = spcd-e2e:spcdn-e2e$/m);
+    expect(ini).not.toMatch(/bridge_mappings/);
     expect(ini).toMatch(/^enable_vxlan = false$/m);
     expect(ini).not.toMatch(/local_ip/);
     expect(ini).toMatch(/^firewall_driver = iptables$/m);
+    expect(ini).toMatch(/^enable_ipset = false$/m);
   });
 
   it("the shipped Linux bridge compute set: nova as the OVS set's, the agent with iptables and VXLAN", async () => {
