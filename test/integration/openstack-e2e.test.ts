@@ -170,7 +170,14 @@ async function killMidUpgrade(container: string, image: string): Promise<Acted> 
   );
   if (!stop) throw new Error('no stop-old event before the crash');
   tap!.close();
-  expect((await inspect(before.containerId!))?.State.Running).toBe(false);
+  // spcd goes on once a host-network container's process is gone
+  // (executor/stop-old.ts), before Docker reports the stop: Docker finishes
+  // the stop the killed spcd asked for, a moment later under load.
+  await waitFor(
+    'Docker to report the old container stopped',
+    async () => (await inspect(before.containerId!))?.State.Running === false,
+    { timeoutMs: 60_000, intervalMs: 200 },
+  );
   const tRestart = Date.now();
   await startSpcd();
   const after = await waitFor(
