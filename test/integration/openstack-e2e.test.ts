@@ -438,12 +438,6 @@ afterAll(async () => {
   }
   tap?.close();
   await spcd?.stop();
-  if (hostNet) {
-    const ids = { ports: [...portIds], networks: made.network ? [made.network] : [] };
-    const removed = await hostNetworkDown(hostNet, ids).catch((e: Error) => [`error: ${e.message}`]);
-    const left = await hostNetworkLeft(hostNet, ids);
-    console.log(`network cleanup removed: ${removed.join(', ') || 'nothing'}; left: ${left.length}`);
-  }
   if (sb) {
     for (const vm of vms) {
       const c = await vmsh('cleanup', [join(root, 'libvirt'), vm.domain, sb.instance, vm.qemu.pid]).catch(
@@ -452,6 +446,14 @@ afterAll(async () => {
       console.log(`cleanup ${vm.domain}: ${JSON.stringify(c)}`);
     }
     await cleanupInstance(sb.instance);
+    // After the containers are gone: a Linux bridge agent still running (spcd
+    // leaves containers running when it stops) would put its chains back.
+    if (hostNet) {
+      const ids = { ports: [...portIds], networks: made.network ? [made.network] : [] };
+      const removed = await hostNetworkDown(hostNet, ids).catch((e: Error) => [`error: ${e.message}`]);
+      const left = await hostNetworkLeft(hostNet, ids);
+      console.log(`network cleanup removed: ${removed.join(', ') || 'nothing'}; left: ${left.length}`);
+    }
     const left = await run(
       '/usr/bin/docker',
       ['ps', '-aq', '--filter', `label=spcd-e2e.run=${sb.instance}`],
