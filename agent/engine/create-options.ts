@@ -24,6 +24,8 @@ export function bindString(b: Pick<BindMount, 'source' | 'target' | 'readOnly' |
   return `${b.source}:${b.target}:${opts.join(',')}`;
 }
 
+const SYSTEMPATHS_UNCONFINED = 'systempaths=unconfined';
+
 /**
  * The options the field table (model/container-fields.ts) marks 'custom':
  * the compiler wants one mapper each. Every other engine option is copied to
@@ -54,6 +56,16 @@ const CUSTOM: {
       PathInContainer: d.container,
       CgroupPermissions: d.permissions,
     }));
+  },
+  // `docker run --security-opt systempaths=unconfined` is the CLI's own: the
+  // engine refuses it as a SecurityOpt; the CLI sends empty MaskedPaths and
+  // ReadonlyPaths instead (a writable /proc/sys, nothing masked in /proc).
+  securityOpt: (s, _req, body) => {
+    body.HostConfig.SecurityOpt = s.securityOpt.filter((o) => o !== SYSTEMPATHS_UNCONFINED);
+    if (s.securityOpt.includes(SYSTEMPATHS_UNCONFINED)) {
+      body.HostConfig.MaskedPaths = [];
+      body.HostConfig.ReadonlyPaths = [];
+    }
   },
   ulimits: (s, _req, body) => {
     body.HostConfig.Ulimits = s.ulimits.map((u) => ({ Name: u.name, Soft: u.soft, Hard: u.hard }));

@@ -184,8 +184,8 @@ export const CONTAINER_FIELDS = {
     value: { kind: 'strings' },
     default: [],
     hash: true,
-    engine: { host: 'SecurityOpt' },
-    doc: 'docker --security-opt values, as given.',
+    engine: 'custom',
+    doc: 'docker --security-opt values, as given; systempaths=unconfined as the docker CLI does it (no masked or read-only /proc paths).',
   },
   ulimits: {
     key: 'ulimits',

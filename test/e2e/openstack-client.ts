@@ -1,7 +1,7 @@
 /**
  * A small OpenStack REST client for the OpenStack end-to-end test
  * (test/integration/openstack-e2e.test.ts): a Keystone token and its catalog,
- * then Glance and Nova over HTTP on 127.0.0.1. No `openstack` CLI: each CLI
+ * then Glance, Nova and Neutron over HTTP on 127.0.0.1. No `openstack` CLI: each CLI
  * call costs seconds of Python start-up on this machine.
  */
 import { readFileSync } from 'node:fs';
@@ -22,6 +22,27 @@ export interface Server {
   'OS-EXT-SRV-ATTR:instance_name'?: string;
   'OS-EXT-SRV-ATTR:host'?: string;
   fault?: { message: string; details?: string };
+}
+
+export interface NetworkAgent {
+  id: string;
+  agent_type: string;
+  binary: string;
+  host: string;
+  alive: boolean;
+  admin_state_up: boolean;
+}
+
+export interface Port {
+  id: string;
+  network_id: string;
+  device_id: string;
+  device_owner: string;
+  status: string;
+  mac_address: string;
+  fixed_ips: { subnet_id: string; ip_address: string }[];
+  'binding:vif_type'?: string;
+  'binding:host_id'?: string;
 }
 
 export interface ComputeService {
@@ -144,10 +165,11 @@ export class OpenStack {
     return (r.json as { flavor: { id: string } }).flavor.id;
   }
 
-  /** Boots a server with no network (microversion 2.37); returns its id. */
-  async boot(name: string, imageRef: string, flavorRef: string): Promise<string> {
+  /** Boots a server with a port on `network`, or with no network (microversion 2.37); returns its id. */
+  async boot(name: string, imageRef: string, flavorRef: string, network?: string): Promise<string> {
+    const networks = network ? [{ uuid: network }] : 'none';
     const r = await this.request('compute', 'POST', '/servers', {
-      json: { server: { name, imageRef, flavorRef, networks: 'none' } },
+      json: { server: { name, imageRef, flavorRef, networks } },
       microversion: NOVA_MICROVERSION,
     });
     return (r.json as { server: { id: string } }).server.id;
@@ -186,6 +208,40 @@ export class OpenStack {
    */
   async warmNeutron(): Promise<void> {
     await this.request('network', 'GET', '/v2.0/networks');
+  }
+
+  async agents(): Promise<NetworkAgent[]> {
+    const r = await this.request('network', 'GET', '/v2.0/agents');
+    return (r.json as { agents: NetworkAgent[] }).agents;
+  }
+
+  /** A network of `type` (flat on `physnet`, or local) with one IPv4 subnet that hands out DHCP; returns the network's id. */
+  async createNetwork(
+    name: string,
+    type: 'flat' | 'local',
+    physnet: string | undefined,
+    cidr: string,
+  ): Promise<{ network: string; subnet: string }> {
+    const net: Record<string, unknown> = { name, 'provider:network_type': type };
+    if (physnet) net['provider:physical_network'] = physnet;
+    const n = await this.request('network', 'POST', '/v2.0/networks', { json: { network: net }, ok: [201] });
+    const network = (n.json as { network: { id: string } }).network.id;
+    const sub = await this.request('network', 'POST', '/v2.0/subnets', {
+      json: {
+        subnet: { name, network_id: network, ip_version: 4, cidr, enable_dhcp: true, gateway_ip: null },
+      },
+      ok: [201],
+    });
+    return { network, subnet: (sub.json as { subnet: { id: string } }).subnet.id };
+  }
+
+  async ports(query: string): Promise<Port[]> {
+    const r = await this.request('network', 'GET', `/v2.0/ports?${query}`);
+    return (r.json as { ports: Port[] }).ports;
+  }
+
+  async deleteNetwork(id: string): Promise<void> {
+    await this.request('network', 'DELETE', `/v2.0/networks/${id}`, { ok: [204, 404] });
   }
 
   async deleteImage(id: string): Promise<void> {

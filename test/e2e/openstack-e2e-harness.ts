@@ -68,6 +68,7 @@ export function prepareRoot(root: string): void {
     ['libvirt/var/cache/libvirt', 0, 0o755],
     ['libvirt/probe', 0, 0o755],
     ['nova/instances', 42436, 0o755],
+    ['netns', 0, 0o755],
   ];
   for (const [dir, uid, mode] of dirs) {
     mkdirSync(join(root, dir), { recursive: true });
@@ -81,6 +82,8 @@ export interface Rendering {
   /** Replaces the spcd_e2e_os_ container-name prefix. */
   readonly prefix: string;
   readonly runId: string;
+  /** Replaces the interface name spcdn-e2e (the flat physnet's interface, made by the test). */
+  readonly iface?: string;
 }
 
 /** A set file with this run's root, container names and run label. */
@@ -90,7 +93,8 @@ export function renderSetFile(path: string, r: Rendering): string {
     .join(r.root)
     .split('spcd_e2e_os_')
     .join(r.prefix)
-    .replace(/spcd-e2e\.run: manual/g, `spcd-e2e.run: ${r.runId}`);
+    .replace(/spcd-e2e\.run: manual/g, `spcd-e2e.run: ${r.runId}`)
+    .replace(/\bspcdn-e2e\b/g, r.iface ?? 'spcdn-e2e');
 }
 
 export interface Tick {

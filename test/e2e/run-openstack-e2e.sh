@@ -4,7 +4,7 @@
 # the test; all cached by input hash), runs
 # test/integration/openstack-e2e.test.ts through vitest, and prints the total
 # time and the summary line LAST:
-#   openstack_vms_survived=K/N nova_managed_after=0|1 census_mismatches=M max_libvirt_window_s=X max_compute_up_s=Y
+#   openstack_vms_survived=K/N nova_managed_after=0|1 census_mismatches=M max_libvirt_window_s=X max_compute_up_s=Y network_ok=S/5
 # Exit status: vitest's (0 when every test passed), non-zero on any lost VM.
 # Environment: SPCD_E2E_CACHE (image/guest cache, default /var/cache/spcd-e2e),
 #   SPCD_E2E_FORCE=1 (rebuild the images and the guest).

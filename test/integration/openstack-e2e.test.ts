@@ -3,15 +3,19 @@
  * docs/openstack-e2e.md): one spcd runs the control set and the compute set
  * (container-sets-e2e/openstack/). The test uploads the tiny guest to Glance
  * (kernel aki, ramdisk ari, a 1 MiB raw root with kernel_id, ramdisk_id and
- * os_command_line), boots two VMs through the Nova API (--nic none,
- * microversion 2.37) and then, through spcd's API only:
+ * os_command_line), makes a flat Neutron network on a veth the test made
+ * (no uplink: its peer stays down; DHCP from Neutron's agent), checks the Linux bridge and DHCP
+ * agents are alive, boots two VMs with a port on it through the Nova API
+ * (microversion 2.37), checks their ports ACTIVE, plugged into the bridge and
+ * in dnsmasq's hosts, and then, through spcd's API only:
  *   1. upgrades nova_libvirt bookworm -> trixie (libvirt 9.0 -> 11.3);
  *   2. upgrades nova_compute to a new image;
  *   3. restarts nova_libvirt;  4. restarts nova_compute;
  *   5. kills spcd with SIGKILL in the middle of nova_compute's upgrade
  *      (after the old container stopped) and starts it again.
  * After each: the same qemu PIDs, no missing console counter value, spcd's
- * domain census without mismatch, both VMs ACTIVE in Nova, nova-compute up.
+ * domain census without mismatch, both VMs ACTIVE in Nova, nova-compute up,
+ * both ports still ACTIVE with their taps on the bridge.
  * Then Nova stops and starts one VM and deletes the other.
  *
  * SPCD_E2E_SUMMARY=FILE: the summary line is written there (npm run e2e:openstack).
@@ -20,10 +24,11 @@
  * the compute side alone; docs/openstack-e2e.md).
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventTap, IMAGE_11, run, SpcdApi, vmsh } from '../e2e/libvirt-e2e-harness.js';
-import { OpenStack } from '../e2e/openstack-client.js';
+import { OpenStack, type Port } from '../e2e/openstack-client.js';
 import {
   buildAll,
   COMPUTE_SET,
@@ -36,6 +41,15 @@ import {
   qemuOf,
   renderSetFile,
 } from '../e2e/openstack-e2e-harness.js';
+import {
+  hostNetworkDown,
+  hostNetworkLeft,
+  hostNetworkUp,
+  brqOf,
+  NET_CIDR,
+  PHYSNET,
+  type HostNet,
+} from '../e2e/openstack-network.js';
 import {
   computeUpSince,
   consoleLog,
@@ -70,8 +84,14 @@ let tap: EventTap | undefined;
 let api: SpcdApi;
 let os: OpenStack;
 const vms: Vm[] = [];
-/** Glance images and the flavor this run made, removed at the end. */
-const made: { images: string[]; flavor?: string } = { images: [] };
+/** Glance images, the flavor and the network this run made, removed at the end. */
+const made: { images: string[]; flavor?: string; network?: string } = { images: [] };
+/** The host's side of the network (the physnet's veth, namespaces folder, chains before the run). */
+let hostNet: HostNet | undefined;
+/** Every Neutron port the run saw (VMs' and DHCP's): their taps are removed at the end. */
+const portIds = new Set<string>();
+/** Steps after which the network check found nothing wrong. */
+let networkOk = 0;
 const results: StepResult[] = [];
 let managed = 0;
 const name = (svc: string): string => `${prefix}${svc}`;
@@ -143,7 +163,14 @@ async function killMidUpgrade(container: string, image: string): Promise<Acted> 
   );
   if (!stop) throw new Error('no stop-old event before the crash');
   tap!.close();
-  expect((await inspect(before.containerId!))?.State.Running).toBe(false);
+  // spcd goes on once a host-network container's process is gone
+  // (executor/stop-old.ts), before Docker reports the stop: Docker finishes
+  // the stop the killed spcd asked for, a moment later under load.
+  await waitFor(
+    'Docker to report the old container stopped',
+    async () => (await inspect(before.containerId!))?.State.Running === false,
+    { timeoutMs: 60_000, intervalMs: 200 },
+  );
   const tRestart = Date.now();
   await startSpcd();
   const after = await waitFor(
@@ -173,10 +200,10 @@ async function killMidUpgrade(container: string, image: string): Promise<Acted> 
  * ERROR "Host ... is not mapped to any cell": that server is deleted and the
  * boot asked again.
  */
-async function bootActive(name: string, image: string, flavor: string): Promise<string> {
+async function bootActive(name: string, image: string, flavor: string, network: string): Promise<string> {
   const deadline = Date.now() + 600_000;
   for (;;) {
-    const id = await os.boot(name, image, flavor);
+    const id = await os.boot(name, image, flavor, network);
     const s = await waitFor(
       `server ${name} ACTIVE or ERROR`,
       async () => {
@@ -204,7 +231,10 @@ beforeAll(async () => {
   root = join(sb.root, 'host');
   prefix = `ose${process.pid}_`;
   prepareRoot(root);
-  const r = { root, prefix, runId: sb.instance };
+  // Linux caps interface names at 15 characters: spcdn/spcdp + at most 7 digits.
+  const iface = `spcdn${process.pid % 10_000_000}`;
+  hostNet = await hostNetworkUp(root, iface, `spcdp${process.pid % 10_000_000}`);
+  const r = { root, prefix, runId: sb.instance, iface };
   if (!EXTERNAL_CONTROL) {
     writeSet(sb, 'control.yaml', renderSetFile(CONTROL_SET, r));
     writeSet(sb, 'network.yaml', renderSetFile(NETWORK_SET, r));
@@ -266,9 +296,25 @@ beforeAll(async () => {
   made.images.push(aki, ari, image);
   const flavor = await os.createFlavor(`${sb.instance}-128`, 128, 1, 1);
   made.flavor = flavor;
+  const tAgents = Date.now();
+  const agents = await waitFor(
+    'the Linux bridge and DHCP agents alive in Neutron',
+    async () => {
+      const a = await os.agents();
+      const lb = a.find((x) => x.binary === 'neutron-linuxbridge-agent' && x.alive);
+      const dhcp = a.find((x) => x.binary === 'neutron-dhcp-agent' && x.alive);
+      return lb && dhcp && a;
+    },
+    { timeoutMs: 600_000, intervalMs: 3000 },
+  );
+  console.log(
+    `agents alive ${((Date.now() - tAgents) / 1000).toFixed(1)} s after Nova's compute: ${agents.map((a) => `${a.binary}@${a.host}`).join(' ')}`,
+  );
+  const net = await os.createNetwork(`${sb.instance}-net`, 'flat', PHYSNET, NET_CIDR);
+  made.network = net.network;
   const tBoot = Date.now();
   const ids: string[] = [];
-  for (const n of [1, 2]) ids.push(await bootActive(`${sb.instance}-vm-${n}`, image, flavor));
+  for (const n of [1, 2]) ids.push(await bootActive(`${sb.instance}-vm-${n}`, image, flavor, net.network));
   for (const id of ids) {
     const s = (await os.server(id))!;
     const domain = s['OS-EXT-SRV-ATTR:instance_name']!;
@@ -284,8 +330,94 @@ beforeAll(async () => {
   console.log(
     `two VMs ACTIVE with their counters in ${((Date.now() - tBoot) / 1000).toFixed(1)} s: ${vms.map((v) => `${v.domain}=${v.qemu.pid}`).join(' ')}`,
   );
+  const plugged = await waitFor(
+    'both VM ports and the DHCP port ACTIVE and plugged into the bridge',
+    async () => {
+      const check = await networkCheck();
+      return check.failures.length === 0 && check;
+    },
+    { timeoutMs: 300_000, intervalMs: 2000 },
+  ).catch(async (e: Error) => {
+    throw new Error(`${e.message}: ${(await networkCheck()).failures.join('; ')}`);
+  });
+  console.log(`network: ${plugged.line}`);
   await vmsh('api-probe', [join(root, 'libvirt'), IMAGE_11, sb.instance]);
 }, 60 * 60_000);
+
+/**
+ * The network as Neutron and the host see it: the VMs' ports and the DHCP
+ * port ACTIVE, each port's tap and the physnet's veth on the network's brq bridge, the qdhcp namespace in
+ * the run's folder, and dnsmasq's hosts file (in the DHCP agent) naming each
+ * VM's MAC and address. The leases dnsmasq handed out are counted (a guest
+ * with a DHCP client leaves one each).
+ */
+async function networkCheck(): Promise<{ failures: string[]; line: string }> {
+  const failures: string[] = [];
+  const network = made.network!;
+  const ports = await os.ports(`network_id=${network}`);
+  for (const p of ports) portIds.add(p.id);
+  const vmPorts = vms.length
+    ? vms.map((v) => ports.find((p) => p.device_id === v.id))
+    : ports.filter((p) => p.device_owner.startsWith('compute:'));
+  const dhcp = ports.find((p) => p.device_owner === 'network:dhcp');
+  if (vmPorts.length !== VMS || vmPorts.some((p) => !p)) failures.push(`VM ports: ${vmPorts.length}`);
+  if (!dhcp) failures.push('no DHCP port');
+  const bridge = brqOf(network);
+  const bridged = new Set(await readdirAsync(`/sys/class/net/${bridge}/brif`));
+  if (!bridged.has(hostNet!.iface)) failures.push(`${hostNet!.iface} not on ${bridge}`);
+  for (const p of [...vmPorts, dhcp].filter((x): x is Port => !!x)) {
+    if (p.status !== 'ACTIVE') failures.push(`port ${p.id} (${p.device_owner}) is ${p.status}`);
+    if (!bridged.has(`tap${p.id.slice(0, 11)}`)) failures.push(`tap of port ${p.id} not on ${bridge}`);
+  }
+  const ns = `qdhcp-${network}`;
+  if (!(await readdirAsync(hostNet!.netnsDir)).includes(ns))
+    failures.push(`no ${ns} in ${hostNet!.netnsDir}`);
+  const files = await run(
+    '/usr/bin/docker',
+    [
+      'exec',
+      name('neutron_dhcp_agent'),
+      'sh',
+      '-c',
+      `cat /var/lib/neutron/dhcp/${network}/host; echo ---; cat /var/lib/neutron/dhcp/${network}/leases 2>/dev/null || true`,
+    ],
+    60_000,
+  ).catch((e: Error) => ({ stdout: `--- ${e.message}` }));
+  const [hosts = '', leases = ''] = files.stdout.split('---\n');
+  for (const p of vmPorts.filter((x): x is Port => !!x)) {
+    const ip = p.fixed_ips[0]?.ip_address ?? '?';
+    if (!hosts.includes(p.mac_address) || !hosts.includes(ip))
+      failures.push(`dnsmasq's hosts lack ${p.mac_address} ${ip}`);
+  }
+  const leaseCount = leases.split('\n').filter((l) => l.trim()).length;
+  const line =
+    `network=${network} ports_active=${[...vmPorts, dhcp].filter((p) => p?.status === 'ACTIVE').length} ` +
+    `addresses=${vmPorts.map((p) => p?.fixed_ips[0]?.ip_address).join(',')} dhcp_hosts=${hosts.split('\n').filter(Boolean).length} ` +
+    `dhcp_leases=${leaseCount} bridge=${bridge} on_bridge=${[...bridged].sort().join(',')}`;
+  return { failures, line };
+}
+
+/**
+ * Deletes the run's network once Nova released its ports (the servers are
+ * being deleted), then waits for the agents to take down what they made (the
+ * qdhcp namespace, the taps); what remains is removed by hostNetworkDown.
+ */
+async function deleteNetwork(network: string): Promise<void> {
+  const gone = (): Promise<boolean> =>
+    os.ports(`network_id=${network}&device_owner=compute:nova`).then((p) => p.length === 0);
+  await waitFor("the VMs' ports released", gone, { timeoutMs: 180_000, intervalMs: 2000 }).catch(() => false);
+  await os.deleteNetwork(network).catch((e: Error) => console.log(`network delete: ${e.message}`));
+  if (hostNet)
+    await waitFor(
+      'the DHCP agent to remove its namespace',
+      async () => !(await readdirAsync(hostNet!.netnsDir)).includes(`qdhcp-${network}`),
+      { timeoutMs: 120_000, intervalMs: 2000 },
+    ).catch(() => console.log(`qdhcp-${network} still there; the cleanup removes it`));
+}
+
+async function readdirAsync(dir: string): Promise<string[]> {
+  return readdir(dir).catch(() => []);
+}
 
 afterAll(async () => {
   if (!CONTROL_READY) return;
@@ -295,6 +427,7 @@ afterAll(async () => {
     for (const vm of vms) await os.deleteServer(vm.id).catch(() => undefined);
     for (const id of made.images) await os.deleteImage(id).catch(() => undefined);
     if (made.flavor) await os.request('compute', 'DELETE', `/flavors/${made.flavor}`).catch(() => undefined);
+    if (made.network) await deleteNetwork(made.network);
   }
   tap?.close();
   await spcd?.stop();
@@ -306,6 +439,14 @@ afterAll(async () => {
       console.log(`cleanup ${vm.domain}: ${JSON.stringify(c)}`);
     }
     await cleanupInstance(sb.instance);
+    // After the containers are gone: a Linux bridge agent still running (spcd
+    // leaves containers running when it stops) would put its chains back.
+    if (hostNet) {
+      const ids = { ports: [...portIds], networks: made.network ? [made.network] : [] };
+      const removed = await hostNetworkDown(hostNet, ids).catch((e: Error) => [`error: ${e.message}`]);
+      const left = await hostNetworkLeft(hostNet, ids);
+      console.log(`network cleanup removed: ${removed.join(', ') || 'nothing'}; left: ${left.length}`);
+    }
     const left = await run(
       '/usr/bin/docker',
       ['ps', '-aq', '--filter', `label=spcd-e2e.run=${sb.instance}`],
@@ -321,7 +462,7 @@ afterAll(async () => {
   console.log(`openstack_e2e_total_s=${((Date.now() - T0) / 1000).toFixed(1)}`);
   const summary =
     `openstack_vms_survived=${vmSteps}/${STEPS * VMS} nova_managed_after=${managed} census_mismatches=${census} ` +
-    `max_libvirt_window_s=${lib.length ? Math.max(...lib).toFixed(2) : 'nan'} max_compute_up_s=${up.length ? Math.max(...up).toFixed(1) : 'nan'}`;
+    `max_libvirt_window_s=${lib.length ? Math.max(...lib).toFixed(2) : 'nan'} max_compute_up_s=${up.length ? Math.max(...up).toFixed(1) : 'nan'} network_ok=${networkOk}/${STEPS}`;
   console.log(summary);
   if (process.env.SPCD_E2E_SUMMARY) writeFileSync(process.env.SPCD_E2E_SUMMARY, `${summary}\n`);
 }, 600_000);
@@ -343,6 +484,11 @@ describe.runIf(CONTROL_READY)(
         label,
         act,
       );
+      // The network after the step: ports ACTIVE, taps on the bridge, dnsmasq's hosts.
+      const net = await networkCheck();
+      r.failures.push(...net.failures.map((f) => `network: ${f}`));
+      if (!net.failures.length) networkOk++;
+      console.log(`${label} network: ${net.line}`);
       results.push(r);
       expect(r.failures, r.failures.join('; ')).toEqual([]);
       expect(r.vmsOk).toBe(VMS);

@@ -81,6 +81,24 @@ describe('the create body comes from the field table', () => {
     expect(body.HostConfig.IpcMode).toBe('private');
   });
 
+  it('sends security_opt systempaths=unconfined as the docker CLI does: empty MaskedPaths and ReadonlyPaths', () => {
+    const open = createBody({
+      spec: containerSpec('x', { securityOpt: ['systempaths=unconfined', 'no-new-privileges'] }),
+      identity,
+    }).HostConfig;
+    // The engine refuses systempaths=unconfined as a SecurityOpt.
+    expect(open.SecurityOpt).toEqual(['no-new-privileges']);
+    expect(open.MaskedPaths).toEqual([]);
+    expect(open.ReadonlyPaths).toEqual([]);
+    const plain = createBody({
+      spec: containerSpec('x', { securityOpt: ['apparmor=unconfined'] }),
+      identity,
+    });
+    expect(plain.HostConfig.SecurityOpt).toEqual(['apparmor=unconfined']);
+    expect(plain.HostConfig).not.toHaveProperty('MaskedPaths');
+    expect(plain.HostConfig).not.toHaveProperty('ReadonlyPaths');
+  });
+
   it('maps pids_limit to HostConfig.PidsLimit, and the hash sees it only when set', async () => {
     expect(createBody({ spec: containerSpec('x', { pidsLimit: 64 }), identity }).HostConfig.PidsLimit).toBe(
       64,

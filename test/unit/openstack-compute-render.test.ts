@@ -53,6 +53,9 @@ describe('openstack compute and network sets rendering', () => {
     expect(conf).toMatch(/^transport_url = rabbit:\/\/guest:guest@127\.0\.0\.1:16572\/$/m);
     expect(conf).toMatch(/^instances_path = \/var\/lib\/nova\/instances$/m);
     expect(conf).toMatch(/^connection_uri = qemu:\/\/\/system$/m);
+    expect(conf).toMatch(
+      /^\[vif_plug_linux_bridge_privileged\]\n(?:#.*\n)*helper_command = sudo privsep-helper --config-file \/etc\/nova\/nova\.conf$/m,
+    );
   });
 
   it("nova_libvirt's libvirtd.conf lets Kolla's nova gid use the socket", async () => {
@@ -72,7 +75,58 @@ describe('openstack compute and network sets rendering', () => {
     expect(conf).toMatch(
       /^connection = mysql\+pymysql:\/\/neutron:e2e-neutron-db@127\.0\.0\.1:13306\/neutron$/m,
     );
-    expect(files.get('ml2_conf.ini')).toMatch(/^mechanism_drivers = $/m);
+    const ml2 = files.get('ml2_conf.ini') ?? '';
+    expect(ml2).toMatch(/^mechanism_drivers = linuxbridge$/m);
+    expect(ml2).toMatch(/^type_drivers = flat,local$/m);
+    expect(ml2).toMatch(/^\[ml2_type_flat\]\nflat_networks = spcd-e2e$/m);
+    expect(ml2).toMatch(/^\[securitygroup\]\nenable_security_group = true$/m);
+    // Neutron 21 refuses the linuxbridge mechanism driver without the flag.
+    expect(conf).toMatch(/^\[experimental\]\n(?:#.*\n)*linuxbridge = true$/m);
+    expect(conf).toMatch(/^notify_nova_on_port_status_changes = true$/m);
+    expect(conf).toMatch(/^\[nova\]\n(?:.*\n)*?username = nova\npassword = e2e-nova$/m);
+  });
+
+  it('the DHCP agent: the compute host, Linux bridge interfaces, no DNS forwarding', async () => {
+    const files = await rendered('container-sets-e2e/openstack', 'spcd_e2e_os_neutron_dhcp_agent');
+    expect(files.get('neutron.conf')).toMatch(/^host = spcd-e2e-compute$/m);
+    expect(files.get('neutron.conf')).toMatch(
+      /^transport_url = rabbit:\/\/guest:guest@127\.0\.0\.1:16572\/$/m,
+    );
+    const ini = files.get('dhcp_agent.ini') ?? '';
+    expect(ini).toMatch(/^interface_driver = linuxbridge$/m);
+    expect(ini).toMatch(/^dnsmasq_local_resolv = false$/m);
+    expect(ini).toMatch(/^enable_isolated_metadata = false$/m);
+  });
+
+  it('the Linux bridge agent maps the physnet to the test interface, iptables security groups, no VXLAN', async () => {
+    const files = await rendered('container-sets-e2e/openstack', 'spcd_e2e_os_neutron_linuxbridge_agent');
+    expect(files.get('neutron.conf')).toMatch(/^host = spcd-e2e-compute$/m);
+    const ini = files.get('linuxbridge_agent.ini') ?? '';
+    expect(ini).toMatch(/^physical_interface_mappings = spcd-e2e:spcdn-e2e$/m);
+    expect(ini).not.toMatch(/bridge_mappings/);
+    expect(ini).toMatch(/^enable_vxlan = false$/m);
+    expect(ini).not.toMatch(/local_ip/);
+    expect(ini).toMatch(/^firewall_driver = iptables$/m);
+    expect(ini).toMatch(/^enable_ipset = false$/m);
+  });
+
+  it("the shipped Linux bridge compute set: nova as the OVS set's, the agent with iptables and VXLAN", async () => {
+    const secrets = [
+      'rabbitmq: { password: r }',
+      'nova: { keystone_password: n, placement_password: p, metadata_secret: m }',
+      'neutron: { keystone_password: q }',
+    ].join('\n');
+    const lb = await rendered('container-sets/linuxbridge', 'neutron_linuxbridge_agent', `${secrets}\n`);
+    const ini = lb.get('linuxbridge_agent.ini') ?? '';
+    expect(ini).toMatch(/^firewall_driver = iptables$/m);
+    expect(ini).toMatch(/^enable_ipset = true$/m);
+    expect(ini).toMatch(/^enable_vxlan = true\nlocal_ip = 127\.0\.0\.1\nl2_population = true$/m);
+    expect(ini).not.toMatch(/mappings/);
+    expect(lb.get('neutron.conf')).toMatch(/^transport_url = rabbit:\/\/openstack:r@rabbitmq:5672\/$/m);
+    for (const c of ['nova_compute', 'nova_libvirt']) {
+      const ovs = await rendered('container-sets', c, `${secrets}\n`);
+      expect(await rendered('container-sets/linuxbridge', c, `${secrets}\n`)).toEqual(ovs);
+    }
   });
 
   it('the shipped compute set keeps Nova defaults for what only the test sets', async () => {

@@ -17,6 +17,7 @@ const OVERRIDES_SCHEMA_FILE = 'container-sets/container-overrides.schema.json';
 /** The shipped sets this test keeps in block style and names the schema in. */
 const SHIPPED_SETS = [
   'container-sets/compute.yaml',
+  'container-sets/linuxbridge/compute.yaml',
   'container-sets/demo/demo.yaml',
   'container-sets-e2e/libvirt.yaml',
   'container-sets-e2e/openstack/control.yaml',
