@@ -4,11 +4,53 @@
  * network as Neutron and the host see it, and its removal at the end. The
  * host's side (veth, namespaces folder, chains) is test/e2e/openstack-network.ts.
  */
+import { writeFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { waitFor } from '../support/wait.js';
 import { run } from './libvirt-e2e-harness.js';
 import type { OpenStack, Port } from './openstack-client.js';
 import { brqOf, type HostNet } from './openstack-network.js';
+
+/** The e2e guest's files (scripts/libvirt/build-guest.sh). */
+export const GUEST_DIR = '/var/cache/spcd-e2e/guest';
+
+/**
+ * Uploads the tiny guest to Glance: kernel (aki), ramdisk (ari), and a 1 MiB
+ * raw root (written at `rootImg`) naming both and the kernel command line.
+ * Every image id is pushed to `made` as soon as it exists; returns the root's.
+ */
+export async function uploadGuest(
+  os: OpenStack,
+  prefix: string,
+  rootImg: string,
+  cmdline: string,
+  made: string[],
+): Promise<string> {
+  writeFileSync(rootImg, Buffer.alloc(1 << 20));
+  const aki = await os.uploadImage(
+    { name: `${prefix}-kernel`, disk_format: 'aki', container_format: 'aki' },
+    `${GUEST_DIR}/vmlinuz`,
+  );
+  made.push(aki);
+  const ari = await os.uploadImage(
+    { name: `${prefix}-ramdisk`, disk_format: 'ari', container_format: 'ari' },
+    `${GUEST_DIR}/initrd.img`,
+  );
+  made.push(ari);
+  const image = await os.uploadImage(
+    {
+      name: `${prefix}-guest`,
+      disk_format: 'raw',
+      container_format: 'bare',
+      kernel_id: aki,
+      ramdisk_id: ari,
+      os_command_line: cmdline,
+    },
+    rootImg,
+  );
+  made.push(image);
+  return image;
+}
 
 /**
  * Boots a server on `port` and waits for ACTIVE. The scheduler maps a new

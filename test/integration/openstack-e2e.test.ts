@@ -65,7 +65,13 @@ import {
   type PingReport,
   type PingSource,
 } from '../e2e/openstack-ping.js';
-import { bootActive, deleteNetwork, networkCheck as checkNetwork } from '../e2e/openstack-vm-net.js';
+import {
+  bootActive,
+  deleteNetwork,
+  networkCheck as checkNetwork,
+  uploadGuest,
+} from '../e2e/openstack-vm-net.js';
+import { SpcdActions } from '../e2e/openstack-actions.js';
 import type { PingWindow } from '../e2e/ping-log.js';
 import {
   computeUpSince,
@@ -77,7 +83,7 @@ import {
   type Vm,
 } from '../e2e/openstack-steps.js';
 import { REPO, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
-import { cleanupInstance, inspect } from '../support/docker.js';
+import { cleanupInstance } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
 const STEPS = 7;
@@ -139,96 +145,14 @@ async function startSpcd(env: NodeJS.ProcessEnv = {}): Promise<void> {
   tap = await EventTap.open(sb.socket);
 }
 
-/** An upgrade through the API: spcd's figures are stop -> running and stop -> healthy. */
-async function upgrade(container: string, image: string): Promise<Acted> {
-  const before = await api.container(container);
-  const op = await api.post(`/v1/containers/${container}/upgrade`, {
-    image,
-    expectedGeneration: before.generation,
-  });
-  const fin = await tap!.finished(op, 900_000);
-  if (fin.phase !== 'succeeded')
-    throw new Error(`upgrade of ${container} failed: ${JSON.stringify(fin.error)}`);
-  const stop = tap!.find(
-    (e) =>
-      e.type === 'upgrade-step' && e.operationId === op && e.step === 'stop-old' && e.outcome === 'begin',
-  );
-  if (!stop) throw new Error('no stop-old step event');
-  const w = fin.result?.window as { stopToRunningMs: number; stopToHealthyMs: number };
-  const after = await api.container(container);
-  expect(after.image).toBe(image);
-  expect(after.generation).toBe(before.generation + 1);
-  const census = tap!.find((e) => e.type === 'census' && e.operationId === op);
-  return {
-    stopAt: stop.at,
-    libvirtStopped: container === name('nova_libvirt'),
-    spcd: `${before.image}->${image} stop_to_running_s=${(w.stopToRunningMs / 1000).toFixed(2)} stop_to_healthy_s=${(w.stopToHealthyMs / 1000).toFixed(2)}${census ? ` census=${census.outcome}:${census.detail}` : ''}`,
-  };
-}
-
-async function restart(container: string): Promise<Acted> {
-  const before = await api.container(container);
-  const op = await api.post(`/v1/containers/${container}/restart`, { expectedGeneration: before.generation });
-  const fin = await tap!.finished(op, 600_000);
-  if (fin.phase !== 'succeeded')
-    throw new Error(`restart of ${container} failed: ${JSON.stringify(fin.error)}`);
-  const census = tap!.find((e) => e.type === 'census' && e.operationId === op);
-  return {
-    stopAt: Date.parse(String(fin.result?.stoppedAt)),
-    libvirtStopped: container === name('nova_libvirt'),
-    spcd: `restart stop_to_running_s=${(Number(fin.result?.windowMs) / 1000).toFixed(2)}${census ? ` census=${census.outcome}:${census.detail}` : ''}`,
-  };
-}
-
-/** SIGKILL right after the container's old generation stopped, then a fresh spcd recovers. */
-async function killMidUpgrade(container: string, image: string): Promise<Acted> {
-  const before = await api.container(container);
-  tap?.close();
-  await spcd!.stop();
-  await startSpcd({ SPCD_FAILPOINT: 'upgrade.after-stop-old' });
-  const op = await api.post(`/v1/containers/${container}/upgrade`, {
-    image,
-    expectedGeneration: before.generation,
-  });
-  if ((await spcd!.exitWithin(600_000)) === 'still running')
-    throw new Error('spcd did not reach the failpoint');
-  expect(spcd!.child.signalCode).toBe('SIGKILL');
-  const stop = tap!.find(
-    (e) =>
-      e.type === 'upgrade-step' && e.operationId === op && e.step === 'stop-old' && e.outcome === 'begin',
-  );
-  if (!stop) throw new Error('no stop-old event before the crash');
-  tap!.close();
-  // spcd goes on once a host-network container's process is gone
-  // (executor/stop-old.ts), before Docker reports the stop: Docker finishes
-  // the stop the killed spcd asked for, a moment later under load.
-  await waitFor(
-    'Docker to report the old container stopped',
-    async () => (await inspect(before.containerId!))?.State.Running === false,
-    { timeoutMs: 60_000, intervalMs: 200 },
-  );
-  const tRestart = Date.now();
-  await startSpcd();
-  const after = await waitFor(
-    'recovery to put the previous generation back',
-    async () => {
-      const c = await api.container(container);
-      return (
-        c.state === 'running' && c.containerId === before.containerId && c.startedAt !== before.startedAt && c
-      );
-    },
-    { timeoutMs: 300_000, intervalMs: 200 },
-  );
-  expect(after.generation).toBe(before.generation);
-  const undone = (await api.generations(container)).find((g) => g.generation > before.generation);
-  expect(undone?.outcome).toBe('rolled-back');
-  const startedS = (Date.parse(after.startedAt!) - stop.at) / 1000;
-  return {
-    stopAt: stop.at,
-    libvirtStopped: false,
-    spcd: `killed_after_stop_old spcd_restart_after_s=${((tRestart - stop.at) / 1000).toFixed(2)} stop_to_recovered_start_s=${startedS.toFixed(2)} undone=${undone?.outcome}`,
-  };
-}
+const actions = new SpcdActions({
+  api: () => api,
+  tap: () => tap!,
+  spcd: () => spcd!,
+  startSpcd,
+  libvirt: () => name('nova_libvirt'),
+});
+const { upgrade, restart, killMidUpgrade } = actions;
 
 beforeAll(async () => {
   if (!CONTROL_READY) return;
@@ -280,29 +204,7 @@ beforeAll(async () => {
     timeoutMs: 900_000,
     intervalMs: 3000,
   });
-  const guest = '/var/cache/spcd-e2e/guest';
-  const rootImg = join(sb.root, 'root.img');
-  writeFileSync(rootImg, Buffer.alloc(1 << 20));
-  const aki = await os.uploadImage(
-    { name: `${sb.instance}-kernel`, disk_format: 'aki', container_format: 'aki' },
-    `${guest}/vmlinuz`,
-  );
-  const ari = await os.uploadImage(
-    { name: `${sb.instance}-ramdisk`, disk_format: 'ari', container_format: 'ari' },
-    `${guest}/initrd.img`,
-  );
-  const image = await os.uploadImage(
-    {
-      name: `${sb.instance}-guest`,
-      disk_format: 'raw',
-      container_format: 'bare',
-      kernel_id: aki,
-      ramdisk_id: ari,
-      os_command_line: GUEST_CMDLINE,
-    },
-    rootImg,
-  );
-  made.images.push(aki, ari, image);
+  const image = await uploadGuest(os, sb.instance, join(sb.root, 'root.img'), GUEST_CMDLINE, made.images);
   const flavor = await os.createFlavor(`${sb.instance}-128`, 128, 1, 1);
   made.flavor = flavor;
   const tAgents = Date.now();
