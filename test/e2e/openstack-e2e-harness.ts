@@ -24,7 +24,7 @@ export const COMPUTE_SET = join(REPO, 'container-sets-e2e', 'openstack', 'comput
 /** neutron-server alone: Nova's API needs Neutron even for servers with no network. */
 export const NETWORK_SET = join(REPO, 'container-sets-e2e', 'openstack', 'network.yaml');
 export const OPENSTACK_IMAGE = 'spcd-e2e/openstack:zed';
-/** nova_compute's upgrade target: the same image plus one label (scripts/openstack/build-next-image.sh). */
+/** The upgrade target of nova_compute and the Linux bridge agent: the same image plus one label (scripts/openstack/build-next-image.sh). */
 export const OPENSTACK_NEXT_IMAGE = 'spcd-e2e/openstack:zed-next';
 
 export interface OpenStackBuild extends BuildCost {
