@@ -266,6 +266,14 @@ beforeAll(async () => {
 afterAll(async () => {
   if (!CONTROL_READY) return;
   for (const vm of vms) vm.console.stop();
+  // A run that failed before the ping test still shows what the pings saw
+  // (the summary line keeps vm_ping_lost=nan: the count was not closed).
+  if (!ping && windows.length)
+    try {
+      for (const l of reportLines(pingReport(pingSources(), windows))) console.log(`(unclosed) ${l}`);
+    } catch (e) {
+      console.log(`ping report: ${(e as Error).message}`);
+    }
   // Nova removes what it can; the rest goes by PID and by id.
   if (os) {
     for (const vm of vms) await os.deleteServer(vm.id).catch(() => undefined);
