@@ -338,11 +338,24 @@ describe.runIf(CONTROL_READY)(
         label,
         act,
       );
-      // The network after the step: ports ACTIVE, taps on the bridge, dnsmasq's hosts.
-      const net = await networkCheck();
+      // The network after the step: ports ACTIVE, taps on the bridge, dnsmasq's
+      // hosts. A restarted Linux bridge agent asks Neutron for its ports'
+      // details again (ML2 sets them BUILD) and reports them up once its
+      // rules are in place: the check waits for that, with a deadline.
+      const tNet = Date.now();
+      let net = await networkCheck();
+      if (net.failures.length)
+        net = await waitFor(
+          'the network check to pass after the step',
+          async () => {
+            const c = await networkCheck();
+            return c.failures.length === 0 && c;
+          },
+          { timeoutMs: 300_000, intervalMs: 2000 },
+        ).catch(() => networkCheck());
       r.failures.push(...net.failures.map((f) => `network: ${f}`));
       if (!net.failures.length) networkOk++;
-      console.log(`${label} network: ${net.line}`);
+      console.log(`${label} network: ok_after_s=${((Date.now() - tNet) / 1000).toFixed(1)} ${net.line}`);
       windows.push({ name: label, from, to: Date.now() / 1000 });
       results.push(r);
       expect(r.failures, r.failures.join('; ')).toEqual([]);
