@@ -165,9 +165,17 @@ export class OpenStack {
     return (r.json as { flavor: { id: string } }).flavor.id;
   }
 
-  /** Boots a server with a port on `network`, or with no network (microversion 2.37); returns its id. */
-  async boot(name: string, imageRef: string, flavorRef: string, network?: string): Promise<string> {
-    const networks = network ? [{ uuid: network }] : 'none';
+  /**
+   * Boots a server with a port on `nic.network` (Nova makes it), on the port
+   * `nic.port` (made before), or with no network (microversion 2.37); returns its id.
+   */
+  async boot(
+    name: string,
+    imageRef: string,
+    flavorRef: string,
+    nic?: { network: string } | { port: string },
+  ): Promise<string> {
+    const networks = !nic ? 'none' : 'port' in nic ? [{ port: nic.port }] : [{ uuid: nic.network }];
     const r = await this.request('compute', 'POST', '/servers', {
       json: { server: { name, imageRef, flavorRef, networks } },
       microversion: NOVA_MICROVERSION,
@@ -215,12 +223,16 @@ export class OpenStack {
     return (r.json as { agents: NetworkAgent[] }).agents;
   }
 
-  /** A network of `type` (flat on `physnet`, or local) with one IPv4 subnet that hands out DHCP; returns the network's id. */
+  /**
+   * A network of `type` (flat on `physnet`, or local) with one IPv4 subnet that
+   * hands out DHCP (from `pool` when given, else Neutron's whole range); returns the network's id.
+   */
   async createNetwork(
     name: string,
     type: 'flat' | 'local',
     physnet: string | undefined,
     cidr: string,
+    pool?: { start: string; end: string },
   ): Promise<{ network: string; subnet: string }> {
     const net: Record<string, unknown> = { name, 'provider:network_type': type };
     if (physnet) net['provider:physical_network'] = physnet;
@@ -228,7 +240,15 @@ export class OpenStack {
     const network = (n.json as { network: { id: string } }).network.id;
     const sub = await this.request('network', 'POST', '/v2.0/subnets', {
       json: {
-        subnet: { name, network_id: network, ip_version: 4, cidr, enable_dhcp: true, gateway_ip: null },
+        subnet: {
+          name,
+          network_id: network,
+          ip_version: 4,
+          cidr,
+          enable_dhcp: true,
+          gateway_ip: null,
+          ...(pool ? { allocation_pools: [pool] } : {}),
+        },
       },
       ok: [201],
     });
@@ -238,6 +258,19 @@ export class OpenStack {
   async ports(query: string): Promise<Port[]> {
     const r = await this.request('network', 'GET', `/v2.0/ports?${query}`);
     return (r.json as { ports: Port[] }).ports;
+  }
+
+  /** A port on `network` with the fixed address `ip` of `subnet`; returns its id. */
+  async createPort(name: string, network: string, subnet: string, ip: string): Promise<string> {
+    const r = await this.request('network', 'POST', '/v2.0/ports', {
+      json: { port: { name, network_id: network, fixed_ips: [{ subnet_id: subnet, ip_address: ip }] } },
+      ok: [201],
+    });
+    return (r.json as { port: { id: string } }).port.id;
+  }
+
+  async deletePort(id: string): Promise<void> {
+    await this.request('network', 'DELETE', `/v2.0/ports/${id}`, { ok: [204, 404] });
   }
 
   async deleteNetwork(id: string): Promise<void> {

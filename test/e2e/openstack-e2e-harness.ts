@@ -24,7 +24,7 @@ export const COMPUTE_SET = join(REPO, 'container-sets-e2e', 'openstack', 'comput
 /** neutron-server alone: Nova's API needs Neutron even for servers with no network. */
 export const NETWORK_SET = join(REPO, 'container-sets-e2e', 'openstack', 'network.yaml');
 export const OPENSTACK_IMAGE = 'spcd-e2e/openstack:zed';
-/** nova_compute's upgrade target: the same image plus one label (scripts/openstack/build-next-image.sh). */
+/** The upgrade target of nova_compute and the Linux bridge agent: the same image plus one label (scripts/openstack/build-next-image.sh). */
 export const OPENSTACK_NEXT_IMAGE = 'spcd-e2e/openstack:zed-next';
 
 export interface OpenStackBuild extends BuildCost {
@@ -105,10 +105,14 @@ export interface Tick {
 
 /**
  * Follows a guest's console.log (the file qemu writes with libvirt's
- * stdio_handler=file) every 100 ms and stamps each `counter N` line.
+ * stdio_handler=file) every 100 ms and stamps each `counter N` line, and
+ * keeps each `spcd-ping` line prefixed with the host's epoch seconds (the
+ * stamped form test/e2e/ping-log.ts reads, as libvirt-vm.sh console-watch writes it).
  */
 export class ConsoleWatch {
   readonly ticks: Tick[] = [];
+  /** `<epoch s> spcd-ping ...`, in arrival order. */
+  readonly pings: string[] = [];
   private offset = 0;
   private partial = '';
   private timer: NodeJS.Timeout;
@@ -134,10 +138,17 @@ export class ConsoleWatch {
       for (const l of lines) {
         const m = /counter (\d+)/.exec(l);
         if (m) this.ticks.push({ at, n: Number(m[1]) });
+        const p = l.indexOf('spcd-ping ');
+        if (p >= 0) this.pings.push(`${(at / 1000).toFixed(3)} ${l.slice(p).replace(/\r/g, '')}`);
       }
     } finally {
       closeSync(fd);
     }
+  }
+
+  /** The stamped ping lines as one text (summarizePing's input). */
+  pingText(): string {
+    return this.pings.join('\n');
   }
 
   last(): number {

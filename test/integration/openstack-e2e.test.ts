@@ -7,15 +7,22 @@
  * (no uplink: its peer stays down; DHCP from Neutron's agent), checks the Linux bridge and DHCP
  * agents are alive, boots two VMs with a port on it through the Nova API
  * (microversion 2.37), checks their ports ACTIVE, plugged into the bridge and
- * in dnsmasq's hosts, and then, through spcd's API only:
+ * in dnsmasq's hosts, and both guests pinging each other every 200 ms (fixed
+ * addresses on ports made first, `spcd.peer=` on the kernel command line;
+ * test/e2e/openstack-ping.ts), and then, through spcd's API only:
  *   1. upgrades nova_libvirt bookworm -> trixie (libvirt 9.0 -> 11.3);
  *   2. upgrades nova_compute to a new image;
  *   3. restarts nova_libvirt;  4. restarts nova_compute;
  *   5. kills spcd with SIGKILL in the middle of nova_compute's upgrade
- *      (after the old container stopped) and starts it again.
+ *      (after the old container stopped) and starts it again;
+ *   6. upgrades the Linux bridge agent to a new image;
+ *   7. kills spcd with SIGKILL in the middle of the agent's upgrade, starts it again
+ *   (6 and 7 only with SPCD_E2E_LB_AGENT_STEPS=1, see LB_AGENT_STEPS).
  * After each: the same qemu PIDs, no missing console counter value, spcd's
  * domain census without mismatch, both VMs ACTIVE in Nova, nova-compute up,
- * both ports still ACTIVE with their taps on the bridge.
+ * both ports still ACTIVE with their taps on the bridge. Then every ping
+ * packet of both directions is counted, each loss placed in its step: one
+ * lost packet fails the run.
  * Then Nova stops and starts one VM and deletes the other.
  *
  * SPCD_E2E_SUMMARY=FILE: the summary line is written there (npm run e2e:openstack).
@@ -24,11 +31,10 @@
  * the compute side alone; docs/openstack-e2e.md).
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventTap, IMAGE_11, run, SpcdApi, vmsh } from '../e2e/libvirt-e2e-harness.js';
-import { OpenStack, type Port } from '../e2e/openstack-client.js';
+import { OpenStack } from '../e2e/openstack-client.js';
 import {
   buildAll,
   COMPUTE_SET,
@@ -45,11 +51,29 @@ import {
   hostNetworkDown,
   hostNetworkLeft,
   hostNetworkUp,
-  brqOf,
   NET_CIDR,
   PHYSNET,
   type HostNet,
 } from '../e2e/openstack-network.js';
+import {
+  DHCP_POOL,
+  GUEST_CMDLINE,
+  pingReport,
+  reportLines,
+  VM_IPS,
+  waitPinging,
+  waitReplyAfter,
+  type PingReport,
+  type PingSource,
+} from '../e2e/openstack-ping.js';
+import {
+  bootActive,
+  deleteNetwork,
+  networkCheck as checkNetwork,
+  uploadGuest,
+} from '../e2e/openstack-vm-net.js';
+import { SpcdActions } from '../e2e/openstack-actions.js';
+import type { PingWindow } from '../e2e/ping-log.js';
 import {
   computeUpSince,
   consoleLog,
@@ -60,10 +84,19 @@ import {
   type Vm,
 } from '../e2e/openstack-steps.js';
 import { REPO, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
-import { cleanupInstance, inspect } from '../support/docker.js';
+import { cleanupInstance } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
-const STEPS = 5;
+/**
+ * Steps 6 and 7 (the Linux bridge agent's upgrade, and SIGKILL during it)
+ * run only with SPCD_E2E_LB_AGENT_STEPS=1: a restarted agent cannot delete
+ * its own `--among-src` ebtables rule with this host's ebtables-nft (1.8.9,
+ * "RULE_DELETE failed (Invalid argument)"), retries forever, and leaves
+ * every port BUILD (docs/openstack-e2e.md, "The ping phase"). No packet is
+ * lost; the network check fails.
+ */
+const LB_AGENT_STEPS = process.env.SPCD_E2E_LB_AGENT_STEPS === '1';
+const STEPS = LB_AGENT_STEPS ? 7 : 5;
 const VMS = 2;
 const SPCD_ARGS = ['--templates', join(REPO, 'templates'), '--gate-deadline', '600s'];
 const T0 = Date.now();
@@ -84,8 +117,11 @@ let tap: EventTap | undefined;
 let api: SpcdApi;
 let os: OpenStack;
 const vms: Vm[] = [];
-/** Glance images, the flavor and the network this run made, removed at the end. */
-const made: { images: string[]; flavor?: string; network?: string } = { images: [] };
+/** Glance images, the flavor, the network and the VMs' ports this run made, removed at the end. */
+const made: { images: string[]; flavor?: string; network?: string; ports: string[] } = {
+  images: [],
+  ports: [],
+};
 /** The host's side of the network (the physnet's veth, namespaces folder, chains before the run). */
 let hostNet: HostNet | undefined;
 /** Every Neutron port the run saw (VMs' and DHCP's): their taps are removed at the end. */
@@ -94,6 +130,22 @@ const portIds = new Set<string>();
 let networkOk = 0;
 const results: StepResult[] = [];
 let managed = 0;
+/** One window of host time (epoch s) per step: the ping losses are placed in them. */
+const windows: PingWindow[] = [];
+let ping: PingReport | undefined;
+/** Each VM's direction: its stamped console, pinging the other VM's address. */
+const pingSources = (): PingSource[] =>
+  vms.map((v, i) => ({ from: v.domain, peer: VM_IPS[1 - i]!, text: () => v.console.pingText() }));
+const networkCheck = (): ReturnType<typeof checkNetwork> =>
+  checkNetwork({
+    os,
+    network: made.network!,
+    hostNet: hostNet!,
+    serverIds: vms.map((v) => v.id),
+    vms: VMS,
+    dhcpAgent: name('neutron_dhcp_agent'),
+    portIds,
+  });
 const name = (svc: string): string => `${prefix}${svc}`;
 
 async function startSpcd(env: NodeJS.ProcessEnv = {}): Promise<void> {
@@ -103,123 +155,14 @@ async function startSpcd(env: NodeJS.ProcessEnv = {}): Promise<void> {
   tap = await EventTap.open(sb.socket);
 }
 
-/** An upgrade through the API: spcd's figures are stop -> running and stop -> healthy. */
-async function upgrade(container: string, image: string): Promise<Acted> {
-  const before = await api.container(container);
-  const op = await api.post(`/v1/containers/${container}/upgrade`, {
-    image,
-    expectedGeneration: before.generation,
-  });
-  const fin = await tap!.finished(op, 900_000);
-  if (fin.phase !== 'succeeded')
-    throw new Error(`upgrade of ${container} failed: ${JSON.stringify(fin.error)}`);
-  const stop = tap!.find(
-    (e) =>
-      e.type === 'upgrade-step' && e.operationId === op && e.step === 'stop-old' && e.outcome === 'begin',
-  );
-  if (!stop) throw new Error('no stop-old step event');
-  const w = fin.result?.window as { stopToRunningMs: number; stopToHealthyMs: number };
-  const after = await api.container(container);
-  expect(after.image).toBe(image);
-  expect(after.generation).toBe(before.generation + 1);
-  const census = tap!.find((e) => e.type === 'census' && e.operationId === op);
-  return {
-    stopAt: stop.at,
-    libvirtStopped: container === name('nova_libvirt'),
-    spcd: `${before.image}->${image} stop_to_running_s=${(w.stopToRunningMs / 1000).toFixed(2)} stop_to_healthy_s=${(w.stopToHealthyMs / 1000).toFixed(2)}${census ? ` census=${census.outcome}:${census.detail}` : ''}`,
-  };
-}
-
-async function restart(container: string): Promise<Acted> {
-  const before = await api.container(container);
-  const op = await api.post(`/v1/containers/${container}/restart`, { expectedGeneration: before.generation });
-  const fin = await tap!.finished(op, 600_000);
-  if (fin.phase !== 'succeeded')
-    throw new Error(`restart of ${container} failed: ${JSON.stringify(fin.error)}`);
-  const census = tap!.find((e) => e.type === 'census' && e.operationId === op);
-  return {
-    stopAt: Date.parse(String(fin.result?.stoppedAt)),
-    libvirtStopped: container === name('nova_libvirt'),
-    spcd: `restart stop_to_running_s=${(Number(fin.result?.windowMs) / 1000).toFixed(2)}${census ? ` census=${census.outcome}:${census.detail}` : ''}`,
-  };
-}
-
-/** SIGKILL right after nova_compute's old container stopped, then a fresh spcd recovers. */
-async function killMidUpgrade(container: string, image: string): Promise<Acted> {
-  const before = await api.container(container);
-  tap?.close();
-  await spcd!.stop();
-  await startSpcd({ SPCD_FAILPOINT: 'upgrade.after-stop-old' });
-  const op = await api.post(`/v1/containers/${container}/upgrade`, {
-    image,
-    expectedGeneration: before.generation,
-  });
-  if ((await spcd!.exitWithin(600_000)) === 'still running')
-    throw new Error('spcd did not reach the failpoint');
-  expect(spcd!.child.signalCode).toBe('SIGKILL');
-  const stop = tap!.find(
-    (e) =>
-      e.type === 'upgrade-step' && e.operationId === op && e.step === 'stop-old' && e.outcome === 'begin',
-  );
-  if (!stop) throw new Error('no stop-old event before the crash');
-  tap!.close();
-  // spcd goes on once a host-network container's process is gone
-  // (executor/stop-old.ts), before Docker reports the stop: Docker finishes
-  // the stop the killed spcd asked for, a moment later under load.
-  await waitFor(
-    'Docker to report the old container stopped',
-    async () => (await inspect(before.containerId!))?.State.Running === false,
-    { timeoutMs: 60_000, intervalMs: 200 },
-  );
-  const tRestart = Date.now();
-  await startSpcd();
-  const after = await waitFor(
-    'recovery to put the previous generation back',
-    async () => {
-      const c = await api.container(container);
-      return (
-        c.state === 'running' && c.containerId === before.containerId && c.startedAt !== before.startedAt && c
-      );
-    },
-    { timeoutMs: 300_000, intervalMs: 200 },
-  );
-  expect(after.generation).toBe(before.generation);
-  const undone = (await api.generations(container)).find((g) => g.generation > before.generation);
-  expect(undone?.outcome).toBe('rolled-back');
-  const startedS = (Date.parse(after.startedAt!) - stop.at) / 1000;
-  return {
-    stopAt: stop.at,
-    libvirtStopped: false,
-    spcd: `killed_after_stop_old spcd_restart_after_s=${((tRestart - stop.at) / 1000).toFixed(2)} stop_to_recovered_start_s=${startedS.toFixed(2)} undone=${undone?.outcome}`,
-  };
-}
-
-/**
- * Boots a server and waits for ACTIVE. The scheduler maps a new compute host
- * to its cell by a periodic discovery (every 10 s); a boot before that ends in
- * ERROR "Host ... is not mapped to any cell": that server is deleted and the
- * boot asked again.
- */
-async function bootActive(name: string, image: string, flavor: string, network: string): Promise<string> {
-  const deadline = Date.now() + 600_000;
-  for (;;) {
-    const id = await os.boot(name, image, flavor, network);
-    const s = await waitFor(
-      `server ${name} ACTIVE or ERROR`,
-      async () => {
-        const x = await os.server(id);
-        return (x?.status === 'ACTIVE' || x?.status === 'ERROR') && x;
-      },
-      { timeoutMs: 600_000, intervalMs: 2000 },
-    );
-    if (s.status === 'ACTIVE') return id;
-    await os.deleteServer(id);
-    if (!/not mapped to any cell/.test(s.fault?.message ?? '') || Date.now() > deadline)
-      throw new Error(`server ${name} went to ERROR: ${JSON.stringify(s.fault)}`);
-    console.log(`server ${name}: ${s.fault?.message}; booting again`);
-    await new Promise((r) => setTimeout(r, 5000));
-  }
-}
+const actions = new SpcdActions({
+  api: () => api,
+  tap: () => tap!,
+  spcd: () => spcd!,
+  startSpcd,
+  libvirt: () => name('nova_libvirt'),
+});
+const { upgrade, restart, killMidUpgrade } = actions;
 
 beforeAll(async () => {
   if (!CONTROL_READY) return;
@@ -271,29 +214,7 @@ beforeAll(async () => {
     timeoutMs: 900_000,
     intervalMs: 3000,
   });
-  const guest = '/var/cache/spcd-e2e/guest';
-  const rootImg = join(sb.root, 'root.img');
-  writeFileSync(rootImg, Buffer.alloc(1 << 20));
-  const aki = await os.uploadImage(
-    { name: `${sb.instance}-kernel`, disk_format: 'aki', container_format: 'aki' },
-    `${guest}/vmlinuz`,
-  );
-  const ari = await os.uploadImage(
-    { name: `${sb.instance}-ramdisk`, disk_format: 'ari', container_format: 'ari' },
-    `${guest}/initrd.img`,
-  );
-  const image = await os.uploadImage(
-    {
-      name: `${sb.instance}-guest`,
-      disk_format: 'raw',
-      container_format: 'bare',
-      kernel_id: aki,
-      ramdisk_id: ari,
-      os_command_line: 'console=ttyS0 panic=-1 quiet',
-    },
-    rootImg,
-  );
-  made.images.push(aki, ari, image);
+  const image = await uploadGuest(os, sb.instance, join(sb.root, 'root.img'), GUEST_CMDLINE, made.images);
   const flavor = await os.createFlavor(`${sb.instance}-128`, 128, 1, 1);
   made.flavor = flavor;
   const tAgents = Date.now();
@@ -310,11 +231,14 @@ beforeAll(async () => {
   console.log(
     `agents alive ${((Date.now() - tAgents) / 1000).toFixed(1)} s after Nova's compute: ${agents.map((a) => `${a.binary}@${a.host}`).join(' ')}`,
   );
-  const net = await os.createNetwork(`${sb.instance}-net`, 'flat', PHYSNET, NET_CIDR);
+  const net = await os.createNetwork(`${sb.instance}-net`, 'flat', PHYSNET, NET_CIDR, DHCP_POOL);
   made.network = net.network;
+  for (const [i, ip] of VM_IPS.entries())
+    made.ports.push(await os.createPort(`${sb.instance}-vm-${i + 1}`, net.network, net.subnet, ip));
   const tBoot = Date.now();
   const ids: string[] = [];
-  for (const n of [1, 2]) ids.push(await bootActive(`${sb.instance}-vm-${n}`, image, flavor, net.network));
+  for (const [i, port] of made.ports.entries())
+    ids.push(await bootActive(os, `${sb.instance}-vm-${i + 1}`, image, flavor, port));
   for (const id of ids) {
     const s = (await os.server(id))!;
     const domain = s['OS-EXT-SRV-ATTR:instance_name']!;
@@ -341,93 +265,31 @@ beforeAll(async () => {
     throw new Error(`${e.message}: ${(await networkCheck()).failures.join('; ')}`);
   });
   console.log(`network: ${plugged.line}`);
+  const tPing = Date.now();
+  await waitPinging(pingSources(), 300_000);
+  console.log(
+    `both guests ping each other ${((Date.now() - tPing) / 1000).toFixed(1)} s after the ports were up`,
+  );
   await vmsh('api-probe', [join(root, 'libvirt'), IMAGE_11, sb.instance]);
 }, 60 * 60_000);
-
-/**
- * The network as Neutron and the host see it: the VMs' ports and the DHCP
- * port ACTIVE, each port's tap and the physnet's veth on the network's brq bridge, the qdhcp namespace in
- * the run's folder, and dnsmasq's hosts file (in the DHCP agent) naming each
- * VM's MAC and address. The leases dnsmasq handed out are counted (a guest
- * with a DHCP client leaves one each).
- */
-async function networkCheck(): Promise<{ failures: string[]; line: string }> {
-  const failures: string[] = [];
-  const network = made.network!;
-  const ports = await os.ports(`network_id=${network}`);
-  for (const p of ports) portIds.add(p.id);
-  const vmPorts = vms.length
-    ? vms.map((v) => ports.find((p) => p.device_id === v.id))
-    : ports.filter((p) => p.device_owner.startsWith('compute:'));
-  const dhcp = ports.find((p) => p.device_owner === 'network:dhcp');
-  if (vmPorts.length !== VMS || vmPorts.some((p) => !p)) failures.push(`VM ports: ${vmPorts.length}`);
-  if (!dhcp) failures.push('no DHCP port');
-  const bridge = brqOf(network);
-  const bridged = new Set(await readdirAsync(`/sys/class/net/${bridge}/brif`));
-  if (!bridged.has(hostNet!.iface)) failures.push(`${hostNet!.iface} not on ${bridge}`);
-  for (const p of [...vmPorts, dhcp].filter((x): x is Port => !!x)) {
-    if (p.status !== 'ACTIVE') failures.push(`port ${p.id} (${p.device_owner}) is ${p.status}`);
-    if (!bridged.has(`tap${p.id.slice(0, 11)}`)) failures.push(`tap of port ${p.id} not on ${bridge}`);
-  }
-  const ns = `qdhcp-${network}`;
-  if (!(await readdirAsync(hostNet!.netnsDir)).includes(ns))
-    failures.push(`no ${ns} in ${hostNet!.netnsDir}`);
-  const files = await run(
-    '/usr/bin/docker',
-    [
-      'exec',
-      name('neutron_dhcp_agent'),
-      'sh',
-      '-c',
-      `cat /var/lib/neutron/dhcp/${network}/host; echo ---; cat /var/lib/neutron/dhcp/${network}/leases 2>/dev/null || true`,
-    ],
-    60_000,
-  ).catch((e: Error) => ({ stdout: `--- ${e.message}` }));
-  const [hosts = '', leases = ''] = files.stdout.split('---\n');
-  for (const p of vmPorts.filter((x): x is Port => !!x)) {
-    const ip = p.fixed_ips[0]?.ip_address ?? '?';
-    if (!hosts.includes(p.mac_address) || !hosts.includes(ip))
-      failures.push(`dnsmasq's hosts lack ${p.mac_address} ${ip}`);
-  }
-  const leaseCount = leases.split('\n').filter((l) => l.trim()).length;
-  const line =
-    `network=${network} ports_active=${[...vmPorts, dhcp].filter((p) => p?.status === 'ACTIVE').length} ` +
-    `addresses=${vmPorts.map((p) => p?.fixed_ips[0]?.ip_address).join(',')} dhcp_hosts=${hosts.split('\n').filter(Boolean).length} ` +
-    `dhcp_leases=${leaseCount} bridge=${bridge} on_bridge=${[...bridged].sort().join(',')}`;
-  return { failures, line };
-}
-
-/**
- * Deletes the run's network once Nova released its ports (the servers are
- * being deleted), then waits for the agents to take down what they made (the
- * qdhcp namespace, the taps); what remains is removed by hostNetworkDown.
- */
-async function deleteNetwork(network: string): Promise<void> {
-  const gone = (): Promise<boolean> =>
-    os.ports(`network_id=${network}&device_owner=compute:nova`).then((p) => p.length === 0);
-  await waitFor("the VMs' ports released", gone, { timeoutMs: 180_000, intervalMs: 2000 }).catch(() => false);
-  await os.deleteNetwork(network).catch((e: Error) => console.log(`network delete: ${e.message}`));
-  if (hostNet)
-    await waitFor(
-      'the DHCP agent to remove its namespace',
-      async () => !(await readdirAsync(hostNet!.netnsDir)).includes(`qdhcp-${network}`),
-      { timeoutMs: 120_000, intervalMs: 2000 },
-    ).catch(() => console.log(`qdhcp-${network} still there; the cleanup removes it`));
-}
-
-async function readdirAsync(dir: string): Promise<string[]> {
-  return readdir(dir).catch(() => []);
-}
 
 afterAll(async () => {
   if (!CONTROL_READY) return;
   for (const vm of vms) vm.console.stop();
+  // A run that failed before the ping test still shows what the pings saw
+  // (the summary line keeps vm_ping_lost=nan: the count was not closed).
+  if (!ping && windows.length)
+    try {
+      for (const l of reportLines(pingReport(pingSources(), windows))) console.log(`(unclosed) ${l}`);
+    } catch (e) {
+      console.log(`ping report: ${(e as Error).message}`);
+    }
   // Nova removes what it can; the rest goes by PID and by id.
   if (os) {
     for (const vm of vms) await os.deleteServer(vm.id).catch(() => undefined);
     for (const id of made.images) await os.deleteImage(id).catch(() => undefined);
     if (made.flavor) await os.request('compute', 'DELETE', `/flavors/${made.flavor}`).catch(() => undefined);
-    if (made.network) await deleteNetwork(made.network);
+    if (made.network) await deleteNetwork(os, made.network, made.ports, hostNet);
   }
   tap?.close();
   await spcd?.stop();
@@ -462,7 +324,8 @@ afterAll(async () => {
   console.log(`openstack_e2e_total_s=${((Date.now() - T0) / 1000).toFixed(1)}`);
   const summary =
     `openstack_vms_survived=${vmSteps}/${STEPS * VMS} nova_managed_after=${managed} census_mismatches=${census} ` +
-    `max_libvirt_window_s=${lib.length ? Math.max(...lib).toFixed(2) : 'nan'} max_compute_up_s=${up.length ? Math.max(...up).toFixed(1) : 'nan'} network_ok=${networkOk}/${STEPS}`;
+    `max_libvirt_window_s=${lib.length ? Math.max(...lib).toFixed(2) : 'nan'} max_compute_up_s=${up.length ? Math.max(...up).toFixed(1) : 'nan'} network_ok=${networkOk}/${STEPS} ` +
+    (ping?.summary ?? 'vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan');
   console.log(summary);
   if (process.env.SPCD_E2E_SUMMARY) writeFileSync(process.env.SPCD_E2E_SUMMARY, `${summary}\n`);
 }, 600_000);
@@ -471,6 +334,7 @@ describe.runIf(CONTROL_READY)(
   'Nova VMs survive spcd upgrading everything under them, and Nova still manages them',
   () => {
     const step = async (label: string, act: () => Promise<Acted>): Promise<void> => {
+      const from = Date.now() / 1000;
       const r = await runStep(
         {
           os,
@@ -484,11 +348,25 @@ describe.runIf(CONTROL_READY)(
         label,
         act,
       );
-      // The network after the step: ports ACTIVE, taps on the bridge, dnsmasq's hosts.
-      const net = await networkCheck();
+      // The network after the step: ports ACTIVE, taps on the bridge, dnsmasq's
+      // hosts. A restarted Linux bridge agent asks Neutron for its ports'
+      // details again (ML2 sets them BUILD) and reports them up once its
+      // rules are in place: the check waits for that, with a deadline.
+      const tNet = Date.now();
+      let net = await networkCheck();
+      if (net.failures.length)
+        net = await waitFor(
+          'the network check to pass after the step',
+          async () => {
+            const c = await networkCheck();
+            return c.failures.length === 0 && c;
+          },
+          { timeoutMs: 300_000, intervalMs: 2000 },
+        ).catch(() => networkCheck());
       r.failures.push(...net.failures.map((f) => `network: ${f}`));
       if (!net.failures.length) networkOk++;
-      console.log(`${label} network: ${net.line}`);
+      console.log(`${label} network: ok_after_s=${((Date.now() - tNet) / 1000).toFixed(1)} ${net.line}`);
+      windows.push({ name: label, from, to: Date.now() / 1000 });
       results.push(r);
       expect(r.failures, r.failures.join('; ')).toEqual([]);
       expect(r.vmsOk).toBe(VMS);
@@ -519,6 +397,30 @@ describe.runIf(CONTROL_READY)(
       () => step('compute-upgrade-spcd-killed', () => killMidUpgrade(name('nova_compute'), OPENSTACK_IMAGE)),
       1_200_000,
     );
+
+    it.runIf(LB_AGENT_STEPS)(
+      '6: upgrade the Linux bridge agent to a new image',
+      () => step('lb-agent-upgrade', () => upgrade(name('neutron_linuxbridge_agent'), OPENSTACK_NEXT_IMAGE)),
+      1_200_000,
+    );
+    it.runIf(LB_AGENT_STEPS)(
+      '7: SIGKILL spcd mid Linux bridge agent upgrade, start it again',
+      () =>
+        step('lb-agent-upgrade-spcd-killed', () =>
+          killMidUpgrade(name('neutron_linuxbridge_agent'), OPENSTACK_IMAGE),
+        ),
+      1_200_000,
+    );
+
+    it('not one VM packet lost through the steps, each direction counted in its guest', async () => {
+      // Every loss before the last step's end is on the consoles once a reply after it came.
+      await waitReplyAfter(pingSources(), windows.at(-1)?.to ?? Date.now() / 1000, 60_000);
+      ping = pingReport(pingSources(), windows);
+      for (const l of reportLines(ping)) console.log(l);
+      expect(ping.restarts, 'a pinger started its sequence again (the guest restarted it)').toBe(0);
+      expect(ping.sent).toBeGreaterThan(0);
+      expect(ping.lost, ping.summary).toBe(0);
+    }, 120_000);
 
     it('Nova still manages them: stops and starts one VM, deletes the other', async () => {
       const [a, b] = vms;

@@ -1,0 +1,182 @@
+/**
+ * The VMs' side of the OpenStack end-to-end test's network (issue #15,
+ * docs/openstack-e2e.md): the boot of a server on a port, the check of the
+ * network as Neutron and the host see it, and its removal at the end. The
+ * host's side (veth, namespaces folder, chains) is test/e2e/openstack-network.ts.
+ */
+import { writeFileSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { waitFor } from '../support/wait.js';
+import { run } from './libvirt-e2e-harness.js';
+import type { OpenStack, Port } from './openstack-client.js';
+import { brqOf, type HostNet } from './openstack-network.js';
+
+/** The e2e guest's files (scripts/libvirt/build-guest.sh). */
+export const GUEST_DIR = '/var/cache/spcd-e2e/guest';
+
+/**
+ * Uploads the tiny guest to Glance: kernel (aki), ramdisk (ari), and a 1 MiB
+ * raw root (written at `rootImg`) naming both and the kernel command line.
+ * Every image id is pushed to `made` as soon as it exists; returns the root's.
+ */
+export async function uploadGuest(
+  os: OpenStack,
+  prefix: string,
+  rootImg: string,
+  cmdline: string,
+  made: string[],
+): Promise<string> {
+  writeFileSync(rootImg, Buffer.alloc(1 << 20));
+  const aki = await os.uploadImage(
+    { name: `${prefix}-kernel`, disk_format: 'aki', container_format: 'aki' },
+    `${GUEST_DIR}/vmlinuz`,
+  );
+  made.push(aki);
+  const ari = await os.uploadImage(
+    { name: `${prefix}-ramdisk`, disk_format: 'ari', container_format: 'ari' },
+    `${GUEST_DIR}/initrd.img`,
+  );
+  made.push(ari);
+  const image = await os.uploadImage(
+    {
+      name: `${prefix}-guest`,
+      disk_format: 'raw',
+      container_format: 'bare',
+      kernel_id: aki,
+      ramdisk_id: ari,
+      os_command_line: cmdline,
+    },
+    rootImg,
+  );
+  made.push(image);
+  return image;
+}
+
+/**
+ * Boots a server on `port` and waits for ACTIVE. The scheduler maps a new
+ * compute host to its cell by a periodic discovery (every 10 s); a boot
+ * before that ends in ERROR "Host ... is not mapped to any cell": that server
+ * is deleted (the port, made before, stays) and the boot asked again.
+ */
+export async function bootActive(
+  os: OpenStack,
+  name: string,
+  image: string,
+  flavor: string,
+  port: string,
+): Promise<string> {
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    const id = await os.boot(name, image, flavor, { port });
+    const s = await waitFor(
+      `server ${name} ACTIVE or ERROR`,
+      async () => {
+        const x = await os.server(id);
+        return (x?.status === 'ACTIVE' || x?.status === 'ERROR') && x;
+      },
+      { timeoutMs: 600_000, intervalMs: 2000 },
+    );
+    if (s.status === 'ACTIVE') return id;
+    await os.deleteServer(id);
+    if (!/not mapped to any cell/.test(s.fault?.message ?? '') || Date.now() > deadline)
+      throw new Error(`server ${name} went to ERROR: ${JSON.stringify(s.fault)}`);
+    console.log(`server ${name}: ${s.fault?.message}; booting again`);
+    await waitFor(
+      "Nova to forget the failed server's port binding",
+      async () => {
+        const p = await os.ports(`id=${port}`);
+        return !p[0]?.device_id && true;
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+  }
+}
+
+export async function readdirAsync(dir: string): Promise<string[]> {
+  return readdir(dir).catch(() => []);
+}
+
+export interface NetCheckContext {
+  readonly os: OpenStack;
+  readonly network: string;
+  readonly hostNet: HostNet;
+  /** The VMs' server ids (none yet: every compute port counts). */
+  readonly serverIds: readonly string[];
+  readonly vms: number;
+  /** The DHCP agent's container. */
+  readonly dhcpAgent: string;
+  /** Every port id seen is added here (their taps are removed at the end). */
+  readonly portIds: Set<string>;
+}
+
+/**
+ * The network as Neutron and the host see it: the VMs' ports and the DHCP
+ * port ACTIVE, each port's tap and the physnet's veth on the network's brq bridge, the qdhcp namespace in
+ * the run's folder, and dnsmasq's hosts file (in the DHCP agent) naming each
+ * VM's MAC and address. The leases dnsmasq handed out are counted (a guest
+ * with a DHCP client leaves one each).
+ */
+export async function networkCheck(c: NetCheckContext): Promise<{ failures: string[]; line: string }> {
+  const failures: string[] = [];
+  const ports = await c.os.ports(`network_id=${c.network}`);
+  for (const p of ports) c.portIds.add(p.id);
+  const vmPorts = c.serverIds.length
+    ? c.serverIds.map((id) => ports.find((p) => p.device_id === id))
+    : ports.filter((p) => p.device_owner.startsWith('compute:'));
+  const dhcp = ports.find((p) => p.device_owner === 'network:dhcp');
+  if (vmPorts.length !== c.vms || vmPorts.some((p) => !p)) failures.push(`VM ports: ${vmPorts.length}`);
+  if (!dhcp) failures.push('no DHCP port');
+  const bridge = brqOf(c.network);
+  const bridged = new Set(await readdirAsync(`/sys/class/net/${bridge}/brif`));
+  if (!bridged.has(c.hostNet.iface)) failures.push(`${c.hostNet.iface} not on ${bridge}`);
+  for (const p of [...vmPorts, dhcp].filter((x): x is Port => !!x)) {
+    if (p.status !== 'ACTIVE') failures.push(`port ${p.id} (${p.device_owner}) is ${p.status}`);
+    if (!bridged.has(`tap${p.id.slice(0, 11)}`)) failures.push(`tap of port ${p.id} not on ${bridge}`);
+  }
+  const ns = `qdhcp-${c.network}`;
+  if (!(await readdirAsync(c.hostNet.netnsDir)).includes(ns))
+    failures.push(`no ${ns} in ${c.hostNet.netnsDir}`);
+  const dir = `/var/lib/neutron/dhcp/${c.network}`;
+  const files = await run(
+    '/usr/bin/docker',
+    ['exec', c.dhcpAgent, 'sh', '-c', `cat ${dir}/host; echo ---; cat ${dir}/leases 2>/dev/null || true`],
+    60_000,
+  ).catch((e: Error) => ({ stdout: `--- ${e.message}` }));
+  const [hosts = '', leases = ''] = files.stdout.split('---\n');
+  for (const p of vmPorts.filter((x): x is Port => !!x)) {
+    const ip = p.fixed_ips[0]?.ip_address ?? '?';
+    if (!hosts.includes(p.mac_address) || !hosts.includes(ip))
+      failures.push(`dnsmasq's hosts lack ${p.mac_address} ${ip}`);
+  }
+  const leaseCount = leases.split('\n').filter((l) => l.trim()).length;
+  const line =
+    `network=${c.network} ports_active=${[...vmPorts, dhcp].filter((p) => p?.status === 'ACTIVE').length} ` +
+    `addresses=${vmPorts.map((p) => p?.fixed_ips[0]?.ip_address).join(',')} dhcp_hosts=${hosts.split('\n').filter(Boolean).length} ` +
+    `dhcp_leases=${leaseCount} bridge=${bridge} on_bridge=${[...bridged].sort().join(',')}`;
+  return { failures, line };
+}
+
+/**
+ * Deletes the run's ports and network once Nova released the ports (the
+ * servers are being deleted), then waits for the agents to take down what
+ * they made (the qdhcp namespace, the taps); what remains is removed by
+ * hostNetworkDown.
+ */
+export async function deleteNetwork(
+  os: OpenStack,
+  network: string,
+  ports: readonly string[],
+  hostNet: HostNet | undefined,
+): Promise<void> {
+  const gone = (): Promise<boolean> =>
+    os.ports(`network_id=${network}&device_owner=compute:nova`).then((p) => p.length === 0);
+  await waitFor("the VMs' ports released", gone, { timeoutMs: 180_000, intervalMs: 2000 }).catch(() => false);
+  for (const p of ports) await os.deletePort(p).catch((e: Error) => console.log(`port delete: ${e.message}`));
+  await os.deleteNetwork(network).catch((e: Error) => console.log(`network delete: ${e.message}`));
+  if (hostNet)
+    await waitFor(
+      'the DHCP agent to remove its namespace',
+      async () => !(await readdirAsync(hostNet.netnsDir)).includes(`qdhcp-${network}`),
+      { timeoutMs: 120_000, intervalMs: 2000 },
+    ).catch(() => console.log(`qdhcp-${network} still there; the cleanup removes it`));
+}
