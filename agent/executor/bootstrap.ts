@@ -30,15 +30,18 @@ export async function runBootstrap(
   if (spec.bootstrap.length > 0) await removeTaskOrphans(deps, spec.name);
   for (const task of spec.bootstrap) {
     const name = `${spec.name}.g${identity.generation}.task-${task.name}`;
-    deps.events.publish({
-      type: 'upgrade-step',
-      at: deps.clock.now(),
-      operationId,
-      container: spec.name,
-      step: `bootstrap:${task.name}`,
-      generation: identity.generation,
-      outcome: 'begin',
-    });
+    const step = (outcome: 'begin' | 'done' | 'failed', detail?: string): void =>
+      deps.events.publish({
+        type: 'upgrade-step',
+        at: deps.clock.now(),
+        operationId,
+        container: spec.name,
+        step: `bootstrap:${task.name}`,
+        generation: identity.generation,
+        outcome,
+        ...(detail ? { detail } : {}),
+      });
+    step('begin');
     const id = await deps.engine.create({
       spec,
       identity,
@@ -70,16 +73,7 @@ export async function runBootstrap(
       results.push({ name: task.name, exitCode, output });
       await deps.engine.remove(id).catch(() => undefined);
     }
-    deps.events.publish({
-      type: 'upgrade-step',
-      at: deps.clock.now(),
-      operationId,
-      container: spec.name,
-      step: `bootstrap:${task.name}`,
-      generation: identity.generation,
-      outcome: failure ? 'failed' : 'done',
-      ...(failure ? { detail: failure } : {}),
-    });
+    step(failure ? 'failed' : 'done', failure);
     if (failure) {
       await deps.state.setBootstrap(spec.name, identity.generation, results);
       throw new SpcdError('BOOTSTRAP_FAILED', `bootstrap task ${task.name} of ${spec.name} ${failure}`, {

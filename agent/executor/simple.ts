@@ -149,6 +149,33 @@ async function refuseWhileVmsRun(deps: ExecutorDeps, o: ObservedContainer, reaso
 }
 
 /**
+ * Starts a container that does not run, as an operator's start does: no
+ * event (the operator's operation reports it). One that runs is left alone.
+ */
+export async function resumeContainer(
+  deps: Pick<ExecutorDeps, 'engine'>,
+  o: ObservedContainer,
+): Promise<void> {
+  if (!isRunning(o)) await deps.engine.start(o.id);
+}
+
+/**
+ * The one place spcd stops a container it keeps: an operator's stop (held
+ * stopped until their start) and a check's action stop (left failed for an
+ * operator) both come here, within the container's own grace. Returns when
+ * the stop began, on the injected clock.
+ */
+export async function stopContainer(
+  deps: Pick<ExecutorDeps, 'engine' | 'clock'>,
+  o: ObservedContainer,
+  stopGraceMs: number,
+): Promise<{ readonly stoppedAt: number }> {
+  const stoppedAt = deps.clock.now();
+  await deps.engine.stop(o.id, stopGraceMs);
+  return { stoppedAt };
+}
+
+/**
  * The one place spcd restarts a container: an operator's restart and a heal
  * both come here (as a `restart` step). Times the window on the injected clock.
  */
@@ -157,8 +184,7 @@ export async function restartContainer(
   o: ObservedContainer,
   stopGraceMs: number,
 ): Promise<{ readonly stoppedAt: number; readonly windowMs: number }> {
-  const stoppedAt = deps.clock.now();
-  await deps.engine.stop(o.id, stopGraceMs);
+  const { stoppedAt } = await stopContainer(deps, o, stopGraceMs);
   await deps.engine.start(o.id);
   return { stoppedAt, windowMs: deps.clock.now() - stoppedAt };
 }

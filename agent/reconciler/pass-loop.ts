@@ -39,6 +39,11 @@ export class PassLoop {
     this.queued = true;
   }
 
+  /** A pass runs now (it may outlive close(): close() cancels only what is scheduled). */
+  busy(): boolean {
+    return this.running;
+  }
+
   /** Runs a pass now, or queues one when a pass runs. */
   async run(): Promise<void> {
     if (!this.d.active()) return;

@@ -161,6 +161,15 @@ export class Reconciler {
     this.lifecycle = 'stopped';
   }
 
+  /**
+   * Whether a pass runs now. stop() waits for the operations in flight, not
+   * for a pass still listing: that pass ends by itself (its steps are refused,
+   * SHUTTING_DOWN), but it still syncs the health watches on its way.
+   */
+  passInFlight(): boolean {
+    return this.loop.busy();
+  }
+
   blockCreates(reason: string | null): void {
     this.createBlock = reason;
     this.trigger();

@@ -5,7 +5,14 @@ import type { ContainerSpec } from '../model/spec.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { censusAfter, censusBefore } from '../executor/census.js';
 import { guardOperatorStop } from '../executor/guard.js';
-import { createContainer, removeContainer, restartContainer, startContainer } from '../executor/simple.js';
+import {
+  createContainer,
+  removeContainer,
+  restartContainer,
+  resumeContainer,
+  startContainer,
+  stopContainer,
+} from '../executor/simple.js';
 import { upgradeContainer } from '../executor/upgrade.js';
 import type { Step, StepKind, StepOperation } from '../planner/types.js';
 import type { ContainerLedger } from './ledger.js';
@@ -68,7 +75,7 @@ export const EXECUTORS: Executors = {
       // The operator's start ends the hold stopped and the failure, whatever runs.
       await exec.state.setHeldStopped(name, false);
       ledger.operatorStarted(name);
-      if (s.observed && !isRunning(s.observed)) await exec.engine.start(s.observed.id);
+      if (s.observed) await resumeContainer(exec, s.observed);
       return { generation: s.observed?.identity.generation ?? 0 };
     }
     ledger.started(name, exec.clock.now());
@@ -81,14 +88,12 @@ export const EXECUTORS: Executors = {
     if (s.operation) {
       await guardOperatorStop(exec, s.desired.spec, p);
       await exec.state.setHeldStopped(name, true);
-      if (p && isRunning(p)) await exec.engine.stop(p.id, s.desired.spec.stopGraceMs);
+      if (p && isRunning(p)) await stopContainer(exec, p, s.desired.spec.stopGraceMs);
       return { generation: p?.identity.generation ?? 0 };
     }
     // A check's action stop: stop it and leave it failed for an operator.
     ledger.takeHeal(name);
-    const running = present(s);
-    const at = exec.clock.now();
-    await exec.engine.stop(running.id, s.desired.spec.stopGraceMs);
+    const { stoppedAt: at } = await stopContainer(exec, present(s), s.desired.spec.stopGraceMs);
     const reason = ledger.of(name).failed ?? s.reason;
     exec.events.publish({ type: 'state', at, container: name, from: 'running', to: 'failed', reason });
   },

@@ -172,7 +172,7 @@ describe('a rollback whose stop passes its deadline', () => {
     } finally {
       await r.stop();
       // stop() does not wait for a pass already listing; let it end before the health room closes.
-      await waitFor('no pass in flight', () => !(r as unknown as { passRunning: boolean }).passRunning);
+      await waitFor('no pass in flight', () => !r.passInFlight());
     }
   });
 });

@@ -1,7 +1,8 @@
 /**
  * PassLoop (agent/reconciler/pass-loop.ts): a scheduled pass that throws is
  * reported, never left as an unhandled rejection, and the loop goes on; a
- * timer that fires once the reconciler stopped runs no pass.
+ * timer that fires once the reconciler stopped runs no pass; busy() is true
+ * exactly while a pass runs, close() or not.
  */
 import { describe, expect, it } from 'vitest';
 import { PassLoop } from '../../agent/reconciler/pass-loop.js';
@@ -59,5 +60,21 @@ describe('PassLoop', () => {
     await settle();
     expect(calls).toBe(1);
     expect(t.errors).toEqual([]);
+  });
+
+  it('is busy while a pass runs, also one that outlives close(), and not before or after', async () => {
+    let endPass!: () => void;
+    const t = loop(() => new Promise<number>((r) => (endPass = () => r(1000))));
+    expect(t.l.busy()).toBe(false);
+    const pass = t.l.run();
+    expect(t.l.busy()).toBe(true);
+    t.stop();
+    t.l.close();
+    await settle();
+    expect(t.l.busy()).toBe(true);
+    endPass();
+    await pass;
+    expect(t.l.busy()).toBe(false);
+    expect(t.clock.pending()).toBe(0);
   });
 });

@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpcdError } from '../../agent/errors.js';
 import { FakeProcess } from '../support/fake-executor.js';
-import { fakeReconciler, run } from '../support/fake-reconciler.js';
+import { fakeReconciler, run, settle } from '../support/fake-reconciler.js';
 
 /**
  * The watchdog's heartbeat says the reconcile loop is alive: it beats while
  * the engine is away (the loop waits for it), and stops when a pass wedges.
+ * A pass still listing when stop() returns shows as in flight until it ends.
  */
 describe('reconciler heartbeat', () => {
   let p: FakeProcess | undefined;
@@ -33,5 +34,23 @@ describe('reconciler heartbeat', () => {
     expect(beats).toBe(wedgedAt);
     expect(engine.hanging()).toEqual(['listManaged']);
     await rec.stop();
+  });
+
+  it('shows a pass still listing when stop() returns as in flight until the listing answers', async () => {
+    p = await FakeProcess.create();
+    const { rec } = fakeReconciler(p);
+    const { engine, clock } = p;
+    await rec.start([]);
+    expect(rec.passInFlight()).toBe(false);
+    engine.fault({ kind: 'listManaged', nth: 1, hang: true });
+    rec.trigger();
+    await run(clock, 1_000);
+    expect(engine.hanging()).toEqual(['listManaged']);
+    expect(rec.passInFlight()).toBe(true);
+    await rec.stop();
+    expect([rec.state, rec.passInFlight()]).toEqual(['stopped', true]);
+    engine.answerHung('listManaged');
+    await settle();
+    expect(rec.passInFlight()).toBe(false);
   });
 });

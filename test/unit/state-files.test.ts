@@ -7,7 +7,7 @@ import { nodeStateFs, type StateFs } from '../../agent/state/atomic.js';
 import { StateStore } from '../../agent/state/store.js';
 import { StateDirLock } from '../../agent/state/lock.js';
 import { Journal } from '../../agent/state/journal.js';
-import { containerSpec } from '../support/spec.js';
+import { generationEntry } from '../support/state-entry.js';
 
 /**
  * state.json on the real file system: every way a file can be unusable is
@@ -16,13 +16,6 @@ import { containerSpec } from '../support/spec.js';
  * injects ENOSPC; here the failures are the file system's own).
  */
 const NOW = new Date('2026-11-24T05:00:00.000Z');
-const entry = (image: string) => ({
-  image,
-  imageDigest: null,
-  specHash: `h-${image}`,
-  configHash: 'none',
-  spec: containerSpec('api', { image }),
-});
 const good = { nextGeneration: 2, lastKnownGood: 1, heldStopped: false, generations: [] };
 
 let dir: string;
@@ -75,7 +68,10 @@ describe('an unusable state.json names the file and the field', () => {
         containers: {
           api: {
             ...good,
-            generations: [{ ...entry('img:1'), generation: 1, outcome: 'current' }, { generation: 2 }],
+            generations: [
+              { ...generationEntry('img:1'), generation: 1, outcome: 'current' },
+              { generation: 2 },
+            ],
           },
         },
       },
@@ -128,12 +124,12 @@ describe('a state write never tears state.json', () => {
   it('a write the file system refuses: STATE_WRITE_FAILED naming the file and errno, no temp left, memory unchanged', async () => {
     const store = new StateStore(dir);
     await store.load(NOW);
-    await store.allocate('api', entry('img:1'), NOW);
+    await store.allocate('api', generationEntry('img:1'), NOW);
     const before = readFileSync(path, 'utf8');
     // The rename over state.json fails: it became a directory with something in it.
     rmSync(path);
     mkdirSync(join(path, 'in-the-way'), { recursive: true });
-    const err = await store.allocate('api', entry('img:2'), NOW).catch((e: unknown) => e);
+    const err = await store.allocate('api', generationEntry('img:2'), NOW).catch((e: unknown) => e);
     expect(isSpcdError(err, 'STATE_WRITE_FAILED')).toBe(true);
     expect((err as Error).message).toContain(`cannot write ${path}`);
     expect((err as { details: Record<string, unknown> }).details).toMatchObject({ path });
@@ -143,13 +139,13 @@ describe('a state write never tears state.json', () => {
     expect(store.record('api')?.nextGeneration).toBe(2);
     rmSync(path, { recursive: true });
     writeFileSync(path, before);
-    expect((await store.allocate('api', entry('img:2'), NOW)).generation).toBe(2);
+    expect((await store.allocate('api', generationEntry('img:2'), NOW)).generation).toBe(2);
   });
 
   it('a crash in the middle of a write leaves the last whole file and a temp file that is ignored', async () => {
     const first = new StateStore(dir);
     await first.load(NOW);
-    await first.allocate('api', entry('img:1'), NOW);
+    await first.allocate('api', generationEntry('img:1'), NOW);
     const whole = readFileSync(path, 'utf8');
     // What writeFileAtomic leaves when the process dies before its rename: a torn temp file beside.
     writeFileSync(join(dir, '.state.json.0a1b2c3d4e5f.tmp'), whole.slice(0, whole.length / 2));
@@ -157,7 +153,7 @@ describe('a state write never tears state.json', () => {
     expect(await next.load(NOW)).toBeUndefined();
     expect(next.record('api')).toMatchObject({ nextGeneration: 2 });
     expect(next.generation('api', 1)?.image).toBe('img:1');
-    await next.allocate('api', entry('img:2'), NOW);
+    await next.allocate('api', generationEntry('img:2'), NOW);
     expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({
       containers: { api: { nextGeneration: 3 } },
     });

@@ -5,7 +5,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { isSpcdError } from '../../agent/errors.js';
 import { nodeStateFs, type StateFs } from '../../agent/state/atomic.js';
 import { StateStore } from '../../agent/state/store.js';
-import { containerSpec } from '../support/spec.js';
+import { generationEntry } from '../support/state-entry.js';
 
 /** The real file system, except that chosen writes fail the way a full disk fails them. */
 class FailingFs implements StateFs {
@@ -28,13 +28,6 @@ class FailingFs implements StateFs {
 }
 
 const NOW = new Date('2026-11-23T10:00:00.000Z');
-const entry = (image: string) => ({
-  image,
-  imageDigest: null,
-  specHash: `h-${image}`,
-  configHash: 'none',
-  spec: containerSpec('api', { image }),
-});
 
 let dir: string;
 let fs: FailingFs;
@@ -54,7 +47,7 @@ describe('state store: a failed write changes nothing', () => {
   it('a stop whose write fails leaves memory unheld, and its retry persists the hold', async () => {
     const store = new StateStore(dir, fs);
     await store.load();
-    await store.allocate('api', entry('img:1'), NOW); // write 1
+    await store.allocate('api', generationEntry('img:1'), NOW); // write 1
     fs.failing.add(2);
     const err = await store.setHeldStopped('api', true).catch((e: unknown) => e);
     expect(isSpcdError(err, 'STATE_WRITE_FAILED')).toBe(true);
@@ -71,14 +64,14 @@ describe('state store: a failed write changes nothing', () => {
   it('a failed allocation hands out no number and records no generation', async () => {
     const store = new StateStore(dir, fs);
     await store.load();
-    await store.allocate('api', entry('img:1'), NOW);
+    await store.allocate('api', generationEntry('img:1'), NOW);
     fs.failing.add(2);
-    await expect(store.allocate('api', entry('img:2'), NOW)).rejects.toMatchObject({
+    await expect(store.allocate('api', generationEntry('img:2'), NOW)).rejects.toMatchObject({
       code: 'STATE_WRITE_FAILED',
     });
     expect(store.record('api')?.nextGeneration).toBe(2);
     expect(store.record('api')?.generations.map((g) => g.generation)).toEqual([1]);
-    const g = await store.allocate('api', entry('img:2'), NOW);
+    const g = await store.allocate('api', generationEntry('img:2'), NOW);
     expect(g.generation).toBe(2);
     expect((await reopen()).record('api')?.generations.map((x) => x.image)).toEqual(['img:1', 'img:2']);
   });
@@ -86,9 +79,9 @@ describe('state store: a failed write changes nothing', () => {
   it('a failed commit keeps the previous current and last known good', async () => {
     const store = new StateStore(dir, fs);
     await store.load();
-    await store.allocate('api', entry('img:1'), NOW);
+    await store.allocate('api', generationEntry('img:1'), NOW);
     await store.commit('api', 1);
-    await store.allocate('api', entry('img:2'), NOW);
+    await store.allocate('api', generationEntry('img:2'), NOW);
     fs.failing.add(4);
     await expect(store.commit('api', 2)).rejects.toMatchObject({ code: 'STATE_WRITE_FAILED' });
     expect(store.record('api')?.lastKnownGood).toBe(1);
@@ -102,8 +95,8 @@ describe('state store: a failed write changes nothing', () => {
     await store.load();
     fs.failing.add(2);
     const results = await Promise.allSettled([
-      store.allocate('a', entry('img:a'), NOW),
-      store.allocate('b', entry('img:b'), NOW),
+      store.allocate('a', generationEntry('img:a'), NOW),
+      store.allocate('b', generationEntry('img:b'), NOW),
       store.setHeldStopped('c', true),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
@@ -145,7 +138,7 @@ describe('state store: an unusable state.json at start-up', () => {
   it('a readable file is not a recovery', async () => {
     const first = new StateStore(dir, fs);
     await first.load();
-    await first.allocate('api', entry('img:1'), NOW);
+    await first.allocate('api', generationEntry('img:1'), NOW);
     const store = new StateStore(dir, fs);
     expect(await store.load(NOW)).toBeUndefined();
     expect(store.needsRebuild()).toBe(false);
@@ -156,7 +149,7 @@ describe('state store: an unusable state.json at start-up', () => {
     writeFileSync(join(dir, 'state.json'), 'garbage');
     const store = new StateStore(dir, fs);
     await store.load(NOW);
-    const running = { ...entry('img:7'), generation: 7, createdAt: NOW.toISOString() };
+    const running = { ...generationEntry('img:7'), generation: 7, createdAt: NOW.toISOString() };
     await store.rebuild(
       [
         { name: 'api', maxGeneration: 9, runningGeneration: 7, running },
@@ -172,7 +165,7 @@ describe('state store: an unusable state.json at start-up', () => {
     expect(again.generation('api', 7)?.outcome).toBe('current');
     expect(again.record('web')).toMatchObject({ nextGeneration: 6, lastKnownGood: 5, generations: [] });
     expect(again.record('db')).toMatchObject({ nextGeneration: 4, lastKnownGood: null, generations: [] });
-    expect((await store.allocate('api', entry('img:8'), NOW)).generation).toBe(10);
+    expect((await store.allocate('api', generationEntry('img:8'), NOW)).generation).toBe(10);
   });
 
   it('a rebuild whose write fails still keeps seen numbers from being handed out', async () => {
@@ -185,7 +178,7 @@ describe('state store: an unusable state.json at start-up', () => {
     });
     expect(store.recovery()?.rebuildError).toContain('ENOSPC');
     expect(store.record('api')).toBeUndefined();
-    expect((await store.allocate('api', entry('img:x'), NOW)).generation).toBe(13);
+    expect((await store.allocate('api', generationEntry('img:x'), NOW)).generation).toBe(13);
     expect((await reopen()).record('api')?.nextGeneration).toBe(14);
   });
 });

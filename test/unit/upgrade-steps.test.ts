@@ -5,12 +5,12 @@ import { recoverJournal } from '../../agent/executor/recover.js';
 import { upgradeContainer, type UpgradeRequest } from '../../agent/executor/upgrade.js';
 import { specHash } from '../../agent/model/hash.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
-import type { ContainerSpec } from '../../agent/model/spec.js';
 import type { UpgradeStep } from '../../agent/state/journal.js';
 import type { Fault } from '../support/fake-engine.js';
-import { FakeProcess, INSTANCE, Killed } from '../support/fake-executor.js';
+import { FakeProcess, Killed } from '../support/fake-executor.js';
 import { waitFor } from '../support/wait.js';
-import { amqpCheck, containerSpec } from '../support/spec.js';
+import { amqpCheck } from '../support/spec.js';
+import { engineView, NEXT, OLD, upgradeTo } from '../support/upgrade-fixture.js';
 
 /**
  * The upgrade transaction step by step against the fake engine: each step
@@ -18,9 +18,6 @@ import { amqpCheck, containerSpec } from '../support/spec.js';
  * a kill at each failpoint leaves a journal that the next spcd finishes or
  * undoes. No Docker engine.
  */
-const OLD = containerSpec('svc', { image: 'img:1' });
-const NEXT: ContainerSpec = { ...OLD, image: 'img:2' };
-
 let proc: FakeProcess | undefined;
 afterEach(async () => {
   await proc?.close();
@@ -32,24 +29,7 @@ async function setup(): Promise<{ p: FakeProcess; old: ObservedContainer; req: U
   proc = p;
   const old = await p.first(OLD);
   p.engine.addImage(NEXT.image);
-  const req: UpgradeRequest = {
-    operationId: 'op-up',
-    kind: 'upgrade',
-    spec: NEXT,
-    specHash: specHash(NEXT),
-    current: old,
-    pull: 'missing',
-    reason: 'test',
-  };
-  return { p, old, req };
-}
-
-/** Every container of the instance, as name:state:generation. */
-function engineView(p: FakeProcess): string[] {
-  return [...p.engine.containers.values()]
-    .filter((c) => c.identity.instance === INSTANCE)
-    .map((c) => `${c.name}:${c.state}:g${c.identity.generation}`)
-    .sort();
+  return { p, old, req: upgradeTo(old) };
 }
 
 async function journalSteps(p: FakeProcess): Promise<UpgradeStep[]> {
