@@ -58,7 +58,10 @@ export async function readEtcdFleet(v: Parsed['values'], now: number): Promise<F
     const code = (err as { code?: string }).code;
     const msg = (err as Error).message;
     if (code === 'ETCD_UNAVAILABLE')
-      throw new CliError(`etcd does not answer at ${s.endpoints.join(', ')}: ${msg}`, EXIT.UNREACHABLE);
+      throw new CliError(
+        `etcd does not answer at ${s.endpoints.join(', ')} (ETCD_UNAVAILABLE): ${msg}`,
+        EXIT.UNREACHABLE,
+      );
     if (code === 'SETTINGS_INVALID') throw new CliError(msg, EXIT.USAGE); // an unreadable TLS file
     throw new CliError(msg, EXIT.FAILED);
   }
