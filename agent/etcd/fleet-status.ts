@@ -91,7 +91,7 @@ export async function readEtcdFleetStatus(
  * the client's retries on other members fit inside it).
  */
 export async function etcdFleetStatus(
-  s: Pick<EtcdSettings, 'endpoints' | 'prefix' | 'caFile' | 'certFile' | 'keyFile'>,
+  s: EtcdFleetWhere & Partial<Pick<EtcdSettings, 'caFile' | 'certFile' | 'keyFile'>>,
   now: number,
   opts: { readonly callTimeoutMs?: number; readonly deadlineMs?: number } = {},
 ): Promise<FleetStatus> {

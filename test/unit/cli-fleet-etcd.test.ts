@@ -7,7 +7,7 @@ import { runCli } from '../../agent/cli/main.js';
 import { connectEtcd } from '../../agent/etcd/client.js';
 import { clientRangeRead, etcdFleetStatus, readEtcdFleetStatus } from '../../agent/etcd/fleet-status.js';
 import { ETCD_FLAGS } from '../../agent/etcd/settings.js';
-import { SpcdError } from '../../agent/errors.js';
+import type { SpcdError } from '../../agent/errors.js';
 import type { PhaseReport } from '../../agent/rollout/decide.js';
 import type { FleetStatus } from '../../agent/rollout/fleet-view.js';
 
