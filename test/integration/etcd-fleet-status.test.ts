@@ -117,15 +117,7 @@ describe('spcctl fleet status over a real etcd cluster', { timeout: 150_000 }, (
 
     const all = await status('--nodes');
     expect(all.out.match(/^ {2}cmp-\d {2}(queued|upgrading) {2}for \d+/gm)).toHaveLength(5);
-    const json = await spcctl(
-      '--json',
-      'fleet',
-      'status',
-      '--etcd-endpoints',
-      cluster.endpoints().join(','),
-      '--etcd-prefix',
-      PREFIX,
-    );
+    const json = await status('--json');
     const doc = JSON.parse(json.out) as {
       backend: string;
       endpoints: string[];

@@ -1,15 +1,14 @@
 import { createServer, type Server, type Socket } from 'node:net';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatFleetStatus } from '../../agent/cli/fleet-status.js';
 import { ETCD_OPTIONS } from '../../agent/cli/fleet-etcd.js';
-import { runCli } from '../../agent/cli/main.js';
 import { connectEtcd } from '../../agent/etcd/client.js';
 import { clientRangeRead, etcdFleetStatus, readEtcdFleetStatus } from '../../agent/etcd/fleet-status.js';
 import { ETCD_FLAGS } from '../../agent/etcd/settings.js';
 import type { SpcdError } from '../../agent/errors.js';
 import type { PhaseReport } from '../../agent/rollout/decide.js';
 import type { FleetStatus } from '../../agent/rollout/fleet-view.js';
+import { runSpcctl } from '../support/cli-run.js';
 
 /**
  * `spcctl fleet status` over etcd: the view made from the records under the
@@ -21,20 +20,7 @@ const NOW = Date.parse('2026-11-24T08:00:00Z');
 const P = '/spcd/';
 const where = { endpoints: ['http://10.0.0.1:2379'], prefix: P };
 
-class Capture extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: string, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
-
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const stdout = new Capture();
-  const stderr = new Capture();
-  const code = await runCli(args, { stdout, stderr, env: { SPCD_SOCKET: '/nonexistent/spcd.sock' } });
-  return { code, out: stdout.text, err: stderr.text };
-}
+const cli = (args: string[]) => runSpcctl(args);
 
 /** The etcd boundary: the keys a cluster holds, read by prefix at one revision. */
 function fakeEtcd(keys: Record<string, string>, revision = '42') {
