@@ -21,8 +21,8 @@ const ROOMS = {
   },
   api: { may: ['model', 'errors', 'log'], types: [] },
   rollout: { may: ['model', 'errors', 'log'], types: [] },
-  // cli/ loads kube/ with a dynamic import() for `fleet status` only.
-  cli: { may: ['model', 'spec', 'rollout', 'errors', 'log'], types: ['api', 'kube'] },
+  // cli/ loads kube/ and etcd/ with a dynamic import() for `fleet status` only.
+  cli: { may: ['model', 'spec', 'rollout', 'errors', 'log'], types: ['api', 'kube', 'etcd'] },
   kube: { may: ['model', 'render', 'rollout', 'errors', 'log'], types: ['api'] },
   // etcd/ takes the desired document's parser from kube/ (desired-watcher.ts: no client-node at run time).
   etcd: { may: ['model', 'render', 'rollout', 'kube', 'errors', 'log'], types: [] },

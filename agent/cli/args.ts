@@ -124,9 +124,16 @@ export const COMMANDS: Record<string, CommandDef> = {
       namespace: { type: 'string' },
       configmap: { type: 'string' },
       nodes: { type: 'boolean' },
+      // spcd's own etcd flags (agent/etcd/settings.ts): the fleet of hosts without Kubernetes
+      'etcd-endpoints': { type: 'string' },
+      'etcd-prefix': { type: 'string' },
+      'etcd-ca': { type: 'string' },
+      'etcd-cert': { type: 'string' },
+      'etcd-key': { type: 'string' },
     },
     positionals: 1,
-    usage: 'fleet status [--kubeconfig FILE] [--namespace NS] [--configmap NAME] [--nodes] [-o json]',
+    usage:
+      'fleet status [--kubeconfig FILE] [--namespace NS] [--configmap NAME] | [--etcd-endpoints URL,... [--etcd-prefix P] [--etcd-ca FILE --etcd-cert FILE --etcd-key FILE]] [--nodes] [-o json]',
     operand: ['status'],
   },
 };

@@ -1,12 +1,15 @@
 /**
  * `spcctl fleet status`: the rollout at a glance, read through the Kubernetes
- * API with a kubeconfig (any node or workstation), not through spcd's socket.
+ * API with a kubeconfig (any node or workstation), or from the etcd cluster
+ * of hosts without Kubernetes (fleet-etcd.ts), not through spcd's socket. One
+ * view of both (agent/rollout/fleet-view.ts), rendered here.
  */
-import type { FleetStatus } from '../kube/fleet-status.js';
+import type { FleetStatus } from '../rollout/fleet-view.js';
 import { PHASES, type PhaseReport } from '../rollout/decide.js';
 import { escapeControl } from '../model/text.js';
 import { formatMs } from '../model/units.js';
 import type { CommandContext } from './commands.js';
+import { readEtcdFleet, wantsEtcd } from './fleet-etcd.js';
 import { CliError, EXIT, type ExitCode } from './exit.js';
 
 const BAR = 30;
@@ -30,7 +33,9 @@ function nodeLine(p: PhaseReport, now: number): string {
 export function formatFleetStatus(s: FleetStatus, allNodes = false): string {
   const out: string[] = [];
   if (!s.desired || !s.rollout || !s.summary) {
-    out.push(`no desired ConfigMap ${s.namespace}/${s.configMap}: nothing is being rolled out`);
+    const where =
+      s.backend === 'etcd' ? `key ${s.desiredKey} in etcd` : `ConfigMap ${s.namespace}/${s.configMap}`;
+    out.push(`no desired ${where}: nothing is being rolled out`);
     out.push(`${s.nodes.length} node(s) have reported a phase`);
     return out.map((l) => escapeControl(l)).join('\n') + '\n';
   }
@@ -87,18 +92,25 @@ export async function fleet(ctx: CommandContext): Promise<ExitCode> {
   const sub = ctx.args.positionals[0];
   if (sub !== 'status') throw new CliError(`unknown fleet command: ${sub}; try: fleet status`, EXIT.USAGE);
   const v = ctx.args.values;
+  const status = wantsEtcd(v) ? await readEtcdFleet(v, Date.now()) : await readKubeFleet(v, Date.now());
+  ctx.io.stdout.write(
+    ctx.json ? JSON.stringify(status, null, 2) + '\n' : formatFleetStatus(status, v.nodes === true),
+  );
+  return EXIT.OK;
+}
+
+async function readKubeFleet(v: CommandContext['args']['values'], now: number): Promise<FleetStatus> {
   const str = (k: string): string | undefined => (typeof v[k] === 'string' ? v[k] : undefined);
   // Loaded on use: the other commands never load the Kubernetes client.
   const { readFleetStatus } = await import('../kube/fleet-status.js');
   const kubeconfig = str('kubeconfig');
   const namespace = str('namespace');
-  let status: FleetStatus;
   try {
-    status = await readFleetStatus({
+    return await readFleetStatus({
       ...(kubeconfig ? { kubeconfig } : {}),
       ...(namespace ? { namespace } : {}),
       configMap: str('configmap') ?? 'spcd-desired',
-      now: Date.now(),
+      now,
     });
   } catch (err) {
     const code = (err as { code?: string }).code;
@@ -107,8 +119,4 @@ export async function fleet(ctx: CommandContext): Promise<ExitCode> {
       throw new CliError(`the Kubernetes API does not answer: ${msg}`, EXIT.UNREACHABLE);
     throw new CliError(msg, EXIT.FAILED);
   }
-  ctx.io.stdout.write(
-    ctx.json ? JSON.stringify(status, null, 2) + '\n' : formatFleetStatus(status, v.nodes === true),
-  );
-  return EXIT.OK;
 }

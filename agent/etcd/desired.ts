@@ -43,12 +43,21 @@ export function parseEtcdDesired(text: string, key: string, version: string): De
     const d = parseDesired({ metadata: { name: key, resourceVersion: version }, data });
     return { version, images: d.images, globals: d.globals, rollout: d.rollout };
   } catch (err) {
-    if (!(err instanceof SpcdError)) throw err;
-    throw new SpcdError(
-      err.code,
-      `etcd key ${key}: ${err.message.replace(/^ConfigMap (\S+ )?key "([a-z]+)"/, '$2')}`,
-      { ...err.details, key, part: err.details.key },
-      { cause: err },
-    );
+    throw asEtcdKeyError(err, key);
   }
+}
+
+/**
+ * An error of the ConfigMap's parsers (`ConfigMap key "rollout": …`) as one
+ * of the etcd key (`etcd key /spcd/desired: rollout: …`, details.part the
+ * part); anything else is returned as it is.
+ */
+export function asEtcdKeyError(err: unknown, key: string): unknown {
+  if (!(err instanceof SpcdError)) return err;
+  return new SpcdError(
+    err.code,
+    `etcd key ${key}: ${err.message.replace(/^ConfigMap (\S+ )?key "([a-z]+)"/, '$2')}`,
+    { ...err.details, key, part: err.details.key },
+    { cause: err },
+  );
 }

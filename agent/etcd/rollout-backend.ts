@@ -15,6 +15,7 @@ import type { DesiredDocument, RolloutBackend } from '../rollout/backend.js';
 import type { Ledger, PhaseReport } from '../rollout/decide.js';
 import { unavailable } from './client.js';
 import { parseEtcdDesired } from './desired.js';
+import { fleetKeys } from './keys.js';
 import { EtcdSlots } from './slots.js';
 import { ledgerFromJson, phaseFromJson } from '../rollout/records.js';
 
@@ -50,13 +51,13 @@ export class EtcdRolloutBackend implements RolloutBackend {
   }
 
   get desiredKey(): string {
-    return `${this.d.prefix}desired`;
+    return fleetKeys(this.d.prefix).desired;
   }
   get ledgerKey(): string {
-    return `${this.d.prefix}rollout/ledger`;
+    return fleetKeys(this.d.prefix).ledger;
   }
   phaseKey(node: string): string {
-    return `${this.d.prefix}nodes/${node}`;
+    return `${fleetKeys(this.d.prefix).nodes}${node}`;
   }
 
   /**
@@ -163,7 +164,7 @@ export class EtcdRolloutBackend implements RolloutBackend {
 
   async listPhases(): Promise<PhaseReport[]> {
     try {
-      const all = await this.d.client.getAll().prefix(`${this.d.prefix}nodes/`).strings();
+      const all = await this.d.client.getAll().prefix(fleetKeys(this.d.prefix).nodes).strings();
       return Object.values(all)
         .map(phaseFromJson)
         .filter((p): p is PhaseReport => p !== undefined);

@@ -17,6 +17,7 @@ import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import { unavailable } from './client.js';
+import { fleetKeys, slotIndex } from './keys.js';
 
 export interface EtcdSlotsDeps {
   readonly client: Etcd3;
@@ -47,7 +48,7 @@ export class EtcdSlots {
   }
 
   get slotPrefix(): string {
-    return `${this.d.prefix}slots/`;
+    return fleetKeys(this.d.prefix).slots;
   }
 
   slotKey(i: number): string {
@@ -56,9 +57,7 @@ export class EtcdSlots {
 
   /** The slot index of a key under the prefix; undefined for anything else. */
   private indexOf(key: string): number | undefined {
-    if (!key.startsWith(this.slotPrefix)) return undefined;
-    const rest = key.slice(this.slotPrefix.length);
-    return /^(0|[1-9][0-9]{0,5})$/.test(rest) ? Number(rest) : undefined;
+    return slotIndex(this.slotPrefix, key);
   }
 
   /** Takes a slot (waiting as long as it takes), runs fn, releases the slot, also when fn throws. */

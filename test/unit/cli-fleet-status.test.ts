@@ -1,7 +1,5 @@
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatFleetStatus, progressBar } from '../../agent/cli/fleet-status.js';
-import { runCli } from '../../agent/cli/main.js';
 import {
   LEDGER_ANNOTATION,
   LEDGER_LEASE,
@@ -10,6 +8,7 @@ import {
 } from '../../agent/kube/rollout-backend.js';
 import { readFleetStatus } from '../../agent/kube/fleet-status.js';
 import type { PhaseReport } from '../../agent/rollout/decide.js';
+import { runSpcctl } from '../support/cli-run.js';
 import { FakeKubeServer } from '../support/kube-server.js';
 
 /** `spcctl fleet status` reads the rollout through the Kubernetes API (in-test server), not the socket. */
@@ -17,21 +16,7 @@ const NS = 'spcd-system';
 const server = new FakeKubeServer();
 let kubeconfig = '';
 
-class Capture extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: string, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
-
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const stdout = new Capture();
-  const stderr = new Capture();
-  // no socket anywhere: the command must not need spcd
-  const code = await runCli(args, { stdout, stderr, env: { SPCD_SOCKET: '/nonexistent/spcd.sock' } });
-  return { code, out: stdout.text, err: stderr.text };
-}
+const cli = (args: string[]) => runSpcctl(args);
 
 function phase(node: string, p: PhaseReport['phase'], extra: Partial<PhaseReport> = {}): void {
   const r: PhaseReport = { node, rollout: 'nova-30', phase: p, since: Date.now() - 90_000, ...extra };
