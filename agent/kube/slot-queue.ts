@@ -6,7 +6,7 @@
  * (it holds the slot, or heads its queue).
  */
 import { createHash } from 'node:crypto';
-import type { V1Lease } from '@kubernetes/client-node';
+import { V1MicroTime, type V1Lease } from '@kubernetes/client-node';
 
 export const SLOT_LABEL = 'spcd.openstack.org/upgrade-slot';
 /** Annotation prefix: `queue.spcd.openstack.org/<node label>` = {node, at}, one key per waiting node. */
@@ -73,5 +73,64 @@ export function slotMeta(
     namespace,
     labels,
     ...(Object.keys(annotations).length > 0 ? { annotations } : { annotations: undefined }),
+  };
+}
+
+/**
+ * Whom a holder that finishes with nobody queued on its slot hands it to
+ * instead: a node waiting in the longest queue of another slot (at least
+ * two long, so never its head: the head may be taking its own slot over at
+ * expiry), one of the back half at random (two holders stealing from one
+ * stale list seldom pick the same node). Without this a slot whose queue
+ * ran dry stays idle while other slots still have long queues, and the
+ * rollout ends when the longest queue does. Undefined when no queue is long
+ * enough.
+ */
+export function waiterToSteal(
+  leases: Iterable<V1Lease>,
+  own: string,
+  me: string,
+  random: () => number,
+): string | undefined {
+  let longest: string[] = [];
+  for (const l of leases) {
+    if (l.metadata?.name === own) continue;
+    const queue = queueOf(l).filter((n) => n !== me);
+    if (queue.length > longest.length) longest = queue;
+  }
+  if (longest.length < 2) return undefined;
+  const back = Math.ceil(longest.length / 2);
+  return longest[longest.length - 1 - Math.floor(random() * back)];
+}
+
+/**
+ * The write by which `me` gives up a slot seen as `lease` (its resourceVersion
+ * kept: the write is guarded by it): to `next` (acquireTime and renewTime
+ * now, one more transition, `next` out of the queue), or, with no `next`,
+ * with holderIdentity cleared.
+ */
+export function handedOver(
+  lease: V1Lease,
+  name: string,
+  namespace: string,
+  me: string,
+  next: string | undefined,
+  at: { now: number; leaseDurationSeconds: number },
+): V1Lease {
+  const duration = lease.spec?.leaseDurationSeconds ?? at.leaseDurationSeconds;
+  const transitions = lease.spec?.leaseTransitions ?? 0;
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: slotMeta(lease, name, namespace, next, next ? [next, me] : [me]),
+    spec: next
+      ? {
+          holderIdentity: next,
+          leaseDurationSeconds: duration,
+          acquireTime: new V1MicroTime(at.now),
+          renewTime: new V1MicroTime(at.now),
+          leaseTransitions: transitions + 1,
+        }
+      : { leaseDurationSeconds: duration, leaseTransitions: transitions },
   };
 }

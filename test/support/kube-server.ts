@@ -44,7 +44,7 @@ interface WatchClient {
   readonly resource: string;
   readonly namespace: string | null;
   readonly fieldName?: string;
-  readonly labelSelector: string | null;
+  readonly labelSelector: [string, string | undefined][] | null;
   readonly res: ServerResponse;
 }
 
@@ -97,13 +97,20 @@ function status(code: number, reason: string, message: string): Record<string, u
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
 }
 
-function matchesLabels(obj: Obj, selector: string | null): boolean {
-  if (!selector) return true;
-  const labels = (obj.metadata.labels ?? {}) as Record<string, string>;
-  return selector.split(',').every((term) => {
+/** A label selector (`k=v,k2=v2`) as its terms, parsed once per watch: every write is matched against every watch. */
+function labelTerms(selector: string | null): [string, string | undefined][] | null {
+  if (!selector) return null;
+  return selector.split(',').map((term) => {
     const [k, v] = term.split('=');
-    return k !== undefined && labels[k] === v;
+    return [k ?? '', v];
   });
+}
+
+function matchesLabels(obj: Obj, selector: string | null | [string, string | undefined][]): boolean {
+  const terms = typeof selector === 'string' ? labelTerms(selector) : selector;
+  if (!terms) return true;
+  const labels = (obj.metadata.labels ?? {}) as Record<string, string>;
+  return terms.every(([k, v]) => k !== '' && labels[k] === v);
 }
 
 function fieldName(selector: string | null): string | undefined {
@@ -362,12 +369,14 @@ export class FakeKubeServer {
         return;
       }
       if (verb === 'list') {
-        const items = this.list(base, namespace)
-          .filter((o) => matchesLabels(o, url.searchParams.get('labelSelector')))
-          .filter((o) => {
-            const f = fieldName(url.searchParams.get('fieldSelector'));
-            return f === undefined || o.metadata.name === f;
-          });
+        const terms = labelTerms(url.searchParams.get('labelSelector'));
+        const f = fieldName(url.searchParams.get('fieldSelector'));
+        const prefix = `${base}/${namespace ?? ''}/`;
+        // selected first, then copied: the reply is serialised at once, nothing else holds it
+        const items = [...this.store.entries()]
+          .filter(([k, o]) => k.startsWith(prefix) && matchesLabels(o, terms))
+          .filter(([, o]) => f === undefined || o.metadata.name === f)
+          .map(([, o]) => o);
         const kind = KINDS[base]!;
         record(
           this.reply(res, 200, {
@@ -468,7 +477,7 @@ export class FakeKubeServer {
       resource,
       namespace,
       res,
-      labelSelector: url.searchParams.get('labelSelector'),
+      labelSelector: labelTerms(url.searchParams.get('labelSelector')),
       ...(fn !== undefined ? { fieldName: fn } : {}),
     };
     if (!rvText) {

@@ -205,12 +205,14 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     let h = await got;
     expect(h.name).toBe(`${prefix}0`);
     expect(holderOf(`${prefix}0`)).toBe('node-w');
-    // one list (the first pass) and no clock advance: the watch woke it
+    // one list (the first pass; node-a took a free slot, so its release looks
+    // for no waiter elsewhere) and no clock advance: the watch woke it
     expect(server.calls.filter((c) => c.verb === 'list' && c.resource === 'leases').length).toBe(
       listsBefore + 1,
     );
 
-    // node-w dies holding the slot; a new waiter takes it only once the lease expires
+    // node-w dies holding the slot (its watch ends with it); a new waiter takes it only once the lease expires
+    h.unfollow?.();
     const before2 = 0;
     let taken = false;
     got = acquireSlot(mk('node-x'), { clock, log, random: () => 0, retryMs: 600_000, wakeSpreadMs: 100 });
@@ -224,6 +226,7 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     h = await got;
     expect(holderOf(`${prefix}0`)).toBe('node-x');
     expect(h.lease.spec?.leaseTransitions).toBe(2);
+    h.unfollow?.();
   });
 
   it('a lost watch falls back to a slow poll, then watches again', async () => {
@@ -246,7 +249,12 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
       wakeSpreadMs: 100,
     });
     void got.then(() => (taken = true));
-    await waitFor(() => watchesOn(prefix) > w0, 5000);
+    // watching and queued (a join cut off by the outage would end the wait KUBE_UNAVAILABLE)
+    await waitFor(
+      () =>
+        watchesOn(prefix) > w0 && queueOf(server.get('leases', NS, `${prefix}0`) as never).includes('node-w'),
+      5000,
+    );
     // the API server goes away: the stream ends and the re-watch cannot connect
     server.unavailable = true;
     server.closeWatches();
@@ -265,6 +273,7 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     const h = await got;
     expect(h.name).toBe(`${prefix}0`);
     expect(holderOf(`${prefix}0`)).toBe('node-w');
+    h.unfollow?.();
   });
 
   type LeaseObj = { spec?: { holderIdentity?: string }; metadata: { labels?: Record<string, string> } };
@@ -302,5 +311,114 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     expect(queueOf(lease(`${prefix}0`) as never)).toEqual([]);
     // the release was the only write: the waiter did not write to take it
     expect(writes(`${prefix}0`)).toBe(before + 1);
+    h.unfollow?.();
+  });
+
+  const conflicts = (name: string) =>
+    server.calls.filter((c) => c.resource === 'leases' && c.name === name && c.status === 409).length;
+  /** The FleetSlots of one node, on slots `<prefix>0..n-1` (lease 30 s). */
+  const slotsOn =
+    (clock: FakeClock, prefix: string, n: number, random?: () => number) =>
+    (holder: string): FleetSlots =>
+      new FleetSlots(
+        { api: api(), namespace: NS, holder, clock, log, ...(random ? { random } : {}) },
+        { slots: n, leaseDurationSeconds: 30, prefix },
+      );
+  /** A node waiting from a pass that sees every slot busy, queued on slot floor(pick x N). */
+  const waiter = (clock: FakeClock, mk: (n: string) => FleetSlots, node: string, pick: number) =>
+    acquireSlot(mk(node), { clock, log, random: () => pick, retryMs: 600_000, wakeSpreadMs: 100 });
+
+  it('a holder keeps watching its slot: a node that queued meanwhile gets it with no 409', async () => {
+    const clock = new FakeClock();
+    const prefix = 'keep-slot-';
+    const mk = slotsOn(clock, prefix, 1);
+    const a = mk('node-a');
+    const held = (await a.acquire())!;
+    const w = waiter(clock, mk, 'node-w', 0);
+    await waitFor(() => queueOf(lease(`${prefix}0`) as never).includes('node-w'), 5000);
+    await a.release(held);
+    const hw = await w;
+    // node-v queues while node-w holds: node-w's copy follows the watch
+    const v = waiter(clock, mk, 'node-v', 0);
+    await waitFor(() => queueOf(hw.lease as never).includes('node-v'), 5000);
+    const before = conflicts(`${prefix}0`);
+    await mk('node-w').release(hw);
+    const hv = await v;
+    expect(hv.name).toBe(`${prefix}0`);
+    expect(holderOf(`${prefix}0`)).toBe('node-v');
+    expect(conflicts(`${prefix}0`)).toBe(before);
+    hv.unfollow?.();
+  });
+
+  it('a holder with nobody queued hands its slot to a node at the back of a longer queue', async () => {
+    const clock = new FakeClock();
+    const prefix = 'steal-slot-';
+    // random 0: node-a's release picks the last of the queue it steals from
+    const mk = slotsOn(clock, prefix, 2, () => 0);
+    const a = mk('node-a');
+    const b = mk('node-b');
+    const ha = (await a.tryTake(`${prefix}0`, undefined))!;
+    const hb = (await b.tryTake(`${prefix}1`, undefined))!;
+    // three nodes queue on slot 1 (random 0.99 picks it), in order of name (same clock)
+    const waits = ['node-w1', 'node-w2', 'node-w3'].map((n) => waiter(clock, mk, n, 0.99));
+    await waitFor(() => queueOf(lease(`${prefix}1`) as never).length === 3, 5000);
+    const writes0 = writes(`${prefix}0`);
+    ha.waited = true; // as if node-a had waited for it: the slots are contended
+    await a.release(ha);
+    const h3 = await waits[2]!;
+    expect(h3.name).toBe(`${prefix}0`);
+    expect(holderOf(`${prefix}0`)).toBe('node-w3');
+    expect(writes(`${prefix}0`)).toBe(writes0 + 1); // the hand-over only: node-w3 did not write it
+    // node-w3 leaves the queue it was in; the others keep their order
+    await waitFor(() => queueOf(lease(`${prefix}1`) as never).length === 2, 5000);
+    expect(queueOf(lease(`${prefix}1`) as never)).toEqual(['node-w1', 'node-w2']);
+
+    // node-w3 finishes with nobody queued on slot 0; slot 1's queue [w1, w2]: w2 (never the head)
+    await mk('node-w3').release(h3);
+    const h2 = await waits[1]!;
+    expect(h2.name).toBe(`${prefix}0`);
+    // node-w2 finishes: slot 1's queue is [w1] alone, its head: slot 0 is cleared, not stolen
+    await waitFor(() => queueOf(lease(`${prefix}1`) as never).length === 1, 5000);
+    await mk('node-w2').release(h2);
+    expect(holderOf(`${prefix}0`)).toBeUndefined();
+    await b.release(hb);
+    const h1 = await waits[0]!;
+    expect(h1.name).toBe(`${prefix}1`);
+    h1.unfollow?.();
+  });
+
+  it('a node handed a second slot while it holds one hands the second on at once', async () => {
+    const clock = new FakeClock();
+    const prefix = 'twice-slot-';
+    const mk = slotsOn(clock, prefix, 2);
+    const a = mk('node-a');
+    const b = mk('node-b');
+    const ha = (await a.tryTake(`${prefix}0`, undefined))!;
+    const hb = (await b.tryTake(`${prefix}1`, undefined))!;
+    const w = waiter(clock, mk, 'node-w', 0); // queued on slot 0
+    await waitFor(() => queueOf(lease(`${prefix}0`) as never).includes('node-w'), 5000);
+    const x = waiter(clock, mk, 'node-x', 0.99); // queued on slot 1
+    await waitFor(() => queueOf(lease(`${prefix}1`) as never).includes('node-x'), 5000);
+    await a.release(ha);
+    const hw = await w;
+    expect(hw.name).toBe(`${prefix}0`);
+    // slot 1 handed to node-w too (as a second holder stealing it would): node-w hands it on to node-x
+    const one = server.get('leases', NS, `${prefix}1`)!;
+    const spec = one.spec as Record<string, unknown>;
+    server.put('leases', NS, {
+      ...one,
+      metadata: {
+        ...one.metadata,
+        labels: { ...(one.metadata.labels as object), [`${CONCERNS_PREFIX}node-w`]: 'true' },
+      },
+      spec: { ...spec, holderIdentity: 'node-w', renewTime: new Date(clock.now()).toISOString() },
+    });
+    const hx = await x;
+    expect(hx.name).toBe(`${prefix}1`);
+    expect(holderOf(`${prefix}1`)).toBe('node-x');
+    expect(holderOf(`${prefix}0`)).toBe('node-w');
+    expect(hb.state).toBe('held'); // node-b's handle: it lost the slot, as a dead holder would
+    hw.unfollow?.();
+    hx.unfollow?.();
   });
 });
