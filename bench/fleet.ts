@@ -118,6 +118,7 @@ const callsBefore = server.calls.length;
 const loopDelay = monitorEventLoopDelay({ resolution: 5 });
 loopDelay.enable();
 t0 = performance.now();
+const cpu0 = process.cpuUsage();
 if (fleet) {
   server.put('configmaps', 'spcd-system', {
     metadata: { name: 'spcd-desired' },
@@ -144,6 +145,7 @@ if (fleet) {
     }),
   );
 const total = performance.now() - t0;
+const cpu = process.cpuUsage(cpu0);
 loopDelay.disable();
 if (fleet) await Promise.all(fleet.runners.map((r) => r.stop()));
 api.close();
@@ -178,6 +180,10 @@ if (rollout) {
   for (const c of measured) by.set(kind(c), (by.get(kind(c)) ?? 0) + 1);
   console.log([...by].map(([k, v]) => `${k}=${v}`).join(' '));
 }
+// One process holds the server and every node: CPU near total_ms means the rollout is CPU-bound here.
+console.log(
+  `process_cpu_ms=${((cpu.user + cpu.system) / 1000).toFixed(0)} (${((cpu.user + cpu.system) / 10 / total).toFixed(0)}% of one core over total_ms)`,
+);
 console.log(
   `event_loop_delay_ms p50=${(loopDelay.percentile(50) / 1e6).toFixed(1)} p99=${(loopDelay.percentile(99) / 1e6).toFixed(1)} max=${(loopDelay.max / 1e6).toFixed(1)}`,
 );

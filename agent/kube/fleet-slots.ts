@@ -285,8 +285,7 @@ export class FleetSlots {
     const me = this.deps.holder;
     const lease = await this.read(name);
     if (!lease) return;
-    if (lease.spec?.holderIdentity === me)
-      return this.release(new SlotHandle(name, lease, this.deps.clock.now()));
+    if (lease.spec?.holderIdentity === me) return this.handOn(name, lease);
     if (!queueOf(lease).includes(me)) return;
     try {
       await this.deps.api.patchLease(this.deps.namespace, name, {
@@ -298,6 +297,17 @@ export class FleetSlots {
     } catch (err) {
       if (!isSpcdError(err, 'NOT_FOUND')) throw err;
     }
+  }
+
+  /**
+   * Hands on a slot handed to this node that it does not want (it holds or
+   * waits for another): to its queue, else to a waiter elsewhere (it was
+   * handed over, so slots are contended), else cleared.
+   */
+  handOn(name: string, lease: V1Lease): Promise<void> {
+    const h = new SlotHandle(name, lease, this.deps.clock.now());
+    h.waited = true;
+    return this.release(h);
   }
 
   /**

@@ -78,13 +78,14 @@ export function slotMeta(
 
 /**
  * Whom a holder that finishes with nobody queued on its slot hands it to
- * instead: a node waiting in the longest queue of another slot (at least
- * two long, so never its head: the head may be taking its own slot over at
- * expiry), one of the back half at random (two holders stealing from one
- * stale list seldom pick the same node). Without this a slot whose queue
- * ran dry stays idle while other slots still have long queues, and the
- * rollout ends when the longest queue does. Undefined when no queue is long
- * enough.
+ * instead: a node waiting in the longest queue of another slot, one of its
+ * back half at random (two holders stealing from one list seldom pick the
+ * same node), never the first two: the head may be taking its own slot over
+ * at expiry, and the next is the likeliest to get its own slot between this
+ * list and the hand-over (a node handed a slot it no longer waits for holds
+ * it until it expires). Without this a slot whose queue ran dry stays idle
+ * while other slots still have long queues, and the rollout ends when the
+ * longest queue does. Undefined when no queue is three long.
  */
 export function waiterToSteal(
   leases: Iterable<V1Lease>,
@@ -98,8 +99,8 @@ export function waiterToSteal(
     const queue = queueOf(l).filter((n) => n !== me);
     if (queue.length > longest.length) longest = queue;
   }
-  if (longest.length < 2) return undefined;
-  const back = Math.ceil(longest.length / 2);
+  if (longest.length < 3) return undefined;
+  const back = Math.min(Math.ceil(longest.length / 2), longest.length - 2);
   return longest[longest.length - 1 - Math.floor(random() * back)];
 }
 

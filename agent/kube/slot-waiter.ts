@@ -220,8 +220,7 @@ export function waitForSlot(
         return;
       }
       const now = clock.now();
-      if ((slots.expiresAt(lease) ?? 0) > now)
-        void slots.release(new SlotHandle(name, lease, now)).catch(() => undefined);
+      if ((slots.expiresAt(lease) ?? 0) > now) void slots.handOn(name, lease).catch(() => undefined);
     };
 
     /** Slots handed to us, and the slot whose queue we head. */

@@ -373,18 +373,18 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     await waitFor(() => queueOf(lease(`${prefix}1`) as never).length === 2, 5000);
     expect(queueOf(lease(`${prefix}1`) as never)).toEqual(['node-w1', 'node-w2']);
 
-    // node-w3 finishes with nobody queued on slot 0; slot 1's queue [w1, w2]: w2 (never the head)
+    // node-w3 finishes with nobody queued on slot 0; slot 1's queue [w1, w2] is
+    // too short to take from (its first two may get slot 1 any moment): slot 0 is cleared
     await mk('node-w3').release(h3);
-    const h2 = await waits[1]!;
-    expect(h2.name).toBe(`${prefix}0`);
-    // node-w2 finishes: slot 1's queue is [w1] alone, its head: slot 0 is cleared, not stolen
-    await waitFor(() => queueOf(lease(`${prefix}1`) as never).length === 1, 5000);
-    await mk('node-w2').release(h2);
     expect(holderOf(`${prefix}0`)).toBeUndefined();
+    expect(queueOf(lease(`${prefix}1`) as never)).toEqual(['node-w1', 'node-w2']);
     await b.release(hb);
     const h1 = await waits[0]!;
     expect(h1.name).toBe(`${prefix}1`);
-    h1.unfollow?.();
+    await mk('node-w1').release(h1);
+    const h2 = await waits[1]!;
+    expect(h2.name).toBe(`${prefix}1`);
+    h2.unfollow?.();
   });
 
   it('a node handed a second slot while it holds one hands the second on at once', async () => {
@@ -420,5 +420,40 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     expect(hb.state).toBe('held'); // node-b's handle: it lost the slot, as a dead holder would
     hw.unfollow?.();
     hx.unfollow?.();
+  });
+
+  it('a second slot handed to a holder, with nobody queued on it, goes to a waiter of a longer queue', async () => {
+    const clock = new FakeClock();
+    const prefix = 'onward-slot-';
+    const mk = slotsOn(clock, prefix, 3, () => 0);
+    const ha = (await mk('node-a').tryTake(`${prefix}0`, undefined))!;
+    const hb = (await mk('node-b').tryTake(`${prefix}1`, undefined))!;
+    await mk('node-c').tryTake(`${prefix}2`, undefined);
+    const w = waiter(clock, mk, 'node-w', 0); // queued on slot 0
+    await waitFor(() => queueOf(lease(`${prefix}0`) as never).includes('node-w'), 5000);
+    const waits = ['node-x1', 'node-x2', 'node-x3'].map((n) => waiter(clock, mk, n, 0.99)); // on slot 2
+    await waitFor(() => queueOf(lease(`${prefix}2`) as never).length === 3, 5000);
+    await mk('node-a').release(ha);
+    const hw = await w;
+    // node-b hands slot 1 to node-w too: node-w hands it on to the back of slot 2's queue
+    const one = server.get('leases', NS, `${prefix}1`)!;
+    server.put('leases', NS, {
+      ...one,
+      metadata: {
+        ...one.metadata,
+        labels: { ...(one.metadata.labels as object), [`${CONCERNS_PREFIX}node-w`]: 'true' },
+      },
+      spec: {
+        ...(one.spec as object),
+        holderIdentity: 'node-w',
+        renewTime: new Date(clock.now()).toISOString(),
+      },
+    });
+    const hx3 = await waits[2]!;
+    expect(hx3.name).toBe(`${prefix}1`);
+    expect(holderOf(`${prefix}1`)).toBe('node-x3');
+    expect(hb.state).toBe('held');
+    hw.unfollow?.();
+    hx3.unfollow?.();
   });
 });
