@@ -78,14 +78,15 @@ export function slotMeta(
 
 /**
  * Whom a holder that finishes with nobody queued on its slot hands it to
- * instead: a node waiting in the longest queue of another slot, one of its
- * back half at random (two holders stealing from one list seldom pick the
- * same node), never the first two: the head may be taking its own slot over
- * at expiry, and the next is the likeliest to get its own slot between this
- * list and the hand-over (a node handed a slot it no longer waits for holds
- * it until it expires). Without this a slot whose queue ran dry stays idle
- * while other slots still have long queues, and the rollout ends when the
- * longest queue does. Undefined when no queue is three long.
+ * instead: a node waiting in another slot's queue, never among its first two
+ * (the head may be taking its own slot over at expiry; the second is the
+ * likeliest to get its own slot between this list and the hand-over, and a
+ * node handed a slot it no longer waits for holds it until it expires), at
+ * random among all such nodes: longer queues offer more of them, and
+ * holders finishing at once from much the same list seldom pick the same
+ * node. Without this a slot whose queue ran dry stays idle while other slots
+ * still have long queues, and the rollout ends when the longest queue does.
+ * Undefined when no other queue is three long.
  */
 export function waiterToSteal(
   leases: Iterable<V1Lease>,
@@ -93,15 +94,17 @@ export function waiterToSteal(
   me: string,
   random: () => number,
 ): string | undefined {
-  let longest: string[] = [];
+  const candidates: string[] = [];
   for (const l of leases) {
     if (l.metadata?.name === own) continue;
-    const queue = queueOf(l).filter((n) => n !== me);
-    if (queue.length > longest.length) longest = queue;
+    candidates.push(
+      ...queueOf(l)
+        .filter((n) => n !== me)
+        .slice(2),
+    );
   }
-  if (longest.length < 3) return undefined;
-  const back = Math.min(Math.ceil(longest.length / 2), longest.length - 2);
-  return longest[longest.length - 1 - Math.floor(random() * back)];
+  if (candidates.length === 0) return undefined;
+  return candidates[Math.min(candidates.length - 1, Math.floor(random() * candidates.length))];
 }
 
 /**

@@ -125,6 +125,13 @@ export class FakeKubeServer {
   private readonly store = new Map<string, Obj>();
   private readonly history: HistoryEntry[] = [];
   private readonly watchers = new Set<WatchClient>();
+  /**
+   * Label-selected watches by the last term of their selector (`k=v`), the
+   * rest under '': a write is matched only against the watches that could
+   * select it (1,000 waiters each watching its own label would otherwise
+   * cost 1,000 matches per write).
+   */
+  private readonly byTerm = new Map<string, Set<WatchClient>>();
   private rv = 100;
   /** Watches asking for a resourceVersion older than this get 410 Gone. */
   private compactedRv = 0;
@@ -157,6 +164,7 @@ export class FakeKubeServer {
   async stop(): Promise<void> {
     for (const w of this.watchers) w.res.end();
     this.watchers.clear();
+    this.byTerm.clear();
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
@@ -221,6 +229,7 @@ export class FakeKubeServer {
   closeWatches(): void {
     for (const w of this.watchers) w.res.end();
     this.watchers.clear();
+    this.byTerm.clear();
   }
 
   /** Open watch streams on this resource (and name, when the watch selects one). */
@@ -265,8 +274,36 @@ export class FakeKubeServer {
       this.history.splice(0, 5_000);
     }
     const line = JSON.stringify({ type: entry.type, object: entry.obj }) + '\n';
-    for (const w of this.watchers) this.send(w, entry, line);
+    this.broadcast(entry, line);
     return obj;
+  }
+
+  private termOf(w: WatchClient): string {
+    const last = w.labelSelector?.[w.labelSelector.length - 1];
+    return last ? `${last[0]}=${last[1] ?? ''}` : '';
+  }
+
+  private addWatcher(w: WatchClient): void {
+    this.watchers.add(w);
+    const t = this.termOf(w);
+    let set = this.byTerm.get(t);
+    if (!set) this.byTerm.set(t, (set = new Set()));
+    set.add(w);
+  }
+
+  private removeWatcher(w: WatchClient): void {
+    this.watchers.delete(w);
+    const t = this.termOf(w);
+    this.byTerm.get(t)?.delete(w);
+    if (this.byTerm.get(t)?.size === 0) this.byTerm.delete(t);
+  }
+
+  /** Every watch this entry may concern: those without a selector, and those whose last term the object carries. */
+  private broadcast(e: HistoryEntry, line: string): void {
+    for (const w of this.byTerm.get('') ?? []) this.send(w, e, line);
+    const labels = (e.obj.metadata.labels ?? {}) as Record<string, string>;
+    for (const [k, v] of Object.entries(labels))
+      for (const w of this.byTerm.get(`${k}=${v}`) ?? []) this.send(w, e, line);
   }
 
   private send(w: WatchClient, e: HistoryEntry, line?: string): void {
@@ -294,7 +331,7 @@ export class FakeKubeServer {
     const entry: HistoryEntry = { rv: this.rv, type: 'DELETED', resource, obj };
     this.history.push(entry);
     const line = JSON.stringify({ type: entry.type, object: entry.obj }) + '\n';
-    for (const w of this.watchers) this.send(w, entry, line);
+    this.broadcast(entry, line);
     return obj;
   }
 
@@ -495,13 +532,20 @@ export class FakeKubeServer {
       );
       return;
     }
-    for (const e of this.history) if (e.rv > from) this.send(w, e);
-    this.watchers.add(w);
+    // History is in resourceVersion order: replay from the first entry after `from`.
+    let lo = 0;
+    for (let hi = this.history.length; lo < hi;) {
+      const mid = (lo + hi) >> 1;
+      if (this.history[mid]!.rv > from) hi = mid;
+      else lo = mid + 1;
+    }
+    for (let i = lo; i < this.history.length; i++) this.send(w, this.history[i]!);
+    this.addWatcher(w);
     const timeout = Number(url.searchParams.get('timeoutSeconds') ?? 0);
     const timer = timeout > 0 ? setTimeout(() => res.end(), timeout * 1000) : undefined;
     res.on('close', () => {
       if (timer) clearTimeout(timer);
-      this.watchers.delete(w);
+      this.removeWatcher(w);
     });
   }
 }
