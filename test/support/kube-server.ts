@@ -140,6 +140,10 @@ export class FakeKubeServer {
   unavailable = false;
   /** Added latency per request, ms. */
   latencyMs = 0;
+  /** Added latency per PATCH, ms (a join to a slot's queue still in flight). */
+  patchLatencyMs = 0;
+  /** PATCH requests received and held by patchLatencyMs right now. */
+  patchesHeld = 0;
   readonly calls: RecordedCall[] = [];
   port = 0;
 
@@ -357,6 +361,11 @@ export class FakeKubeServer {
       return;
     }
     if (this.latencyMs > 0) await new Promise((r) => setTimeout(r, this.latencyMs));
+    if (req.method === 'PATCH' && this.patchLatencyMs > 0) {
+      this.patchesHeld++;
+      await new Promise((r) => setTimeout(r, this.patchLatencyMs));
+      this.patchesHeld--;
+    }
     const url = new URL(req.url ?? '/', this.url);
     // /api/v1/... or /apis/<group>/v1/...
     const m =

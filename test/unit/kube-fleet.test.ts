@@ -422,6 +422,43 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     hx.unfollow?.();
   });
 
+  it('a wait that ends while its join is in flight leaves the queue once the join has landed', async () => {
+    const clock = new FakeClock();
+    const prefix = 'inflight-slot-';
+    const mk = slotsOn(clock, prefix, 2);
+    await mk('node-a').tryTake(`${prefix}0`, undefined);
+    await mk('node-b').tryTake(`${prefix}1`, undefined);
+    const joins = () =>
+      server.calls.filter((c) => c.verb === 'patch' && c.name === `${prefix}0` && c.status === 200).length;
+    server.patchLatencyMs = 400;
+    try {
+      const w = waiter(clock, mk, 'node-w', 0); // joins slot 0: the patch takes 400 ms
+      await waitFor(() => server.patchesHeld > 0, 5000); // the join has reached the server
+      // slot 1 handed to node-w (as a holder taking a waiter from another queue) while its join is in flight
+      const one = server.get('leases', NS, `${prefix}1`)!;
+      server.put('leases', NS, {
+        ...one,
+        metadata: {
+          ...one.metadata,
+          labels: { ...(one.metadata.labels as object), [`${CONCERNS_PREFIX}node-w`]: 'true' },
+        },
+        spec: {
+          ...(one.spec as object),
+          holderIdentity: 'node-w',
+          renewTime: new Date(clock.now()).toISOString(),
+        },
+      });
+      const hw = await w;
+      expect(hw.name).toBe(`${prefix}1`);
+      // the join landed, then the leave: node-w is in no queue of slot 0
+      await waitFor(() => joins() >= 2 && !queueOf(lease(`${prefix}0`) as never).includes('node-w'), 5000);
+      expect(queueOf(lease(`${prefix}0`) as never)).toEqual([]);
+      hw.unfollow?.();
+    } finally {
+      server.patchLatencyMs = 0;
+    }
+  });
+
   it('a second slot handed to a holder, with nobody queued on it, goes to a waiter of a longer queue', async () => {
     const clock = new FakeClock();
     const prefix = 'onward-slot-';
