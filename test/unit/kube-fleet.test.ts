@@ -316,6 +316,18 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
 
   const conflicts = (name: string) =>
     server.calls.filter((c) => c.resource === 'leases' && c.name === name && c.status === 409).length;
+  /** Writes `node` as the slot's holder (renewed now, its label set), as a holder handing it over would. */
+  const handTo = (name: string, node: string, clock: FakeClock): void => {
+    const l = server.get('leases', NS, name)!;
+    server.put('leases', NS, {
+      ...l,
+      metadata: {
+        ...l.metadata,
+        labels: { ...(l.metadata.labels as object), [`${CONCERNS_PREFIX}${node}`]: 'true' },
+      },
+      spec: { ...(l.spec as object), holderIdentity: node, renewTime: new Date(clock.now()).toISOString() },
+    });
+  };
   /** The FleetSlots of one node, on slots `<prefix>0..n-1` (lease 30 s). */
   const slotsOn =
     (clock: FakeClock, prefix: string, n: number, random?: () => number) =>
@@ -403,16 +415,7 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     const hw = await w;
     expect(hw.name).toBe(`${prefix}0`);
     // slot 1 handed to node-w too (as a second holder stealing it would): node-w hands it on to node-x
-    const one = server.get('leases', NS, `${prefix}1`)!;
-    const spec = one.spec as Record<string, unknown>;
-    server.put('leases', NS, {
-      ...one,
-      metadata: {
-        ...one.metadata,
-        labels: { ...(one.metadata.labels as object), [`${CONCERNS_PREFIX}node-w`]: 'true' },
-      },
-      spec: { ...spec, holderIdentity: 'node-w', renewTime: new Date(clock.now()).toISOString() },
-    });
+    handTo(`${prefix}1`, 'node-w', clock);
     const hx = await x;
     expect(hx.name).toBe(`${prefix}1`);
     expect(holderOf(`${prefix}1`)).toBe('node-x');
@@ -435,19 +438,7 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
       const w = waiter(clock, mk, 'node-w', 0); // joins slot 0: the patch takes 400 ms
       await waitFor(() => server.patchesHeld > 0, 5000); // the join has reached the server
       // slot 1 handed to node-w (as a holder taking a waiter from another queue) while its join is in flight
-      const one = server.get('leases', NS, `${prefix}1`)!;
-      server.put('leases', NS, {
-        ...one,
-        metadata: {
-          ...one.metadata,
-          labels: { ...(one.metadata.labels as object), [`${CONCERNS_PREFIX}node-w`]: 'true' },
-        },
-        spec: {
-          ...(one.spec as object),
-          holderIdentity: 'node-w',
-          renewTime: new Date(clock.now()).toISOString(),
-        },
-      });
+      handTo(`${prefix}1`, 'node-w', clock);
       const hw = await w;
       expect(hw.name).toBe(`${prefix}1`);
       // the join landed, then the leave: node-w is in no queue of slot 0
@@ -473,19 +464,7 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     await mk('node-a').release(ha);
     const hw = await w;
     // node-b hands slot 1 to node-w too: node-w hands it on to the back of slot 2's queue
-    const one = server.get('leases', NS, `${prefix}1`)!;
-    server.put('leases', NS, {
-      ...one,
-      metadata: {
-        ...one.metadata,
-        labels: { ...(one.metadata.labels as object), [`${CONCERNS_PREFIX}node-w`]: 'true' },
-      },
-      spec: {
-        ...(one.spec as object),
-        holderIdentity: 'node-w',
-        renewTime: new Date(clock.now()).toISOString(),
-      },
-    });
+    handTo(`${prefix}1`, 'node-w', clock);
     const hx3 = await waits[2]!;
     expect(hx3.name).toBe(`${prefix}1`);
     expect(holderOf(`${prefix}1`)).toBe('node-x3');
