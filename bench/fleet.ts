@@ -37,6 +37,7 @@ await server.start();
 const api = new KubeClient(server.kubeConfig('spcd-system').kc, { callTimeoutMs: 30_000 });
 const log = silentLogger();
 
+let t0 = performance.now();
 let inFlight = 0;
 let maxConcurrent = 0;
 let done = 0;
@@ -45,17 +46,25 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Per slot: when its last holder finished; the gaps between a finish and the next start are the hand-over cost. */
 const lastEnd = new Map<string, number>();
 const gaps: number[] = [];
+/** Per slot: upgrades run, first start, last end (ms from t0): where the slot-time goes. */
+const perSlot = new Map<string, { runs: number; first: number; last: number }>();
 const localUpgrade = async (slot = ''): Promise<void> => {
   const start = performance.now();
   // --rollout runs the upgrade without telling which slot: no gap there.
   const prev = slot ? lastEnd.get(slot) : undefined;
   if (prev !== undefined) gaps.push(start - prev);
+
   inFlight++;
   maxConcurrent = Math.max(maxConcurrent, inFlight);
   await sleep(W);
   inFlight--;
   done++;
-  lastEnd.set(slot, performance.now());
+  const end = performance.now();
+  lastEnd.set(slot, end);
+  const s = perSlot.get(slot) ?? { runs: 0, first: start - t0, last: 0 };
+  s.runs++;
+  s.last = end - t0;
+  perSlot.set(slot, s);
 };
 
 /**
@@ -108,7 +117,8 @@ const fleet = rollout ? await startFleet() : undefined;
 const callsBefore = server.calls.length;
 const loopDelay = monitorEventLoopDelay({ resolution: 5 });
 loopDelay.enable();
-const t0 = performance.now();
+t0 = performance.now();
+const cpu0 = process.cpuUsage();
 if (fleet) {
   server.put('configmaps', 'spcd-system', {
     metadata: { name: 'spcd-desired' },
@@ -135,6 +145,7 @@ if (fleet) {
     }),
   );
 const total = performance.now() - t0;
+const cpu = process.cpuUsage(cpu0);
 loopDelay.disable();
 if (fleet) await Promise.all(fleet.runners.map((r) => r.stop()));
 api.close();
@@ -169,6 +180,10 @@ if (rollout) {
   for (const c of measured) by.set(kind(c), (by.get(kind(c)) ?? 0) + 1);
   console.log([...by].map(([k, v]) => `${k}=${v}`).join(' '));
 }
+// One process holds the server and every node: CPU near total_ms means the rollout is CPU-bound here.
+console.log(
+  `process_cpu_ms=${((cpu.user + cpu.system) / 1000).toFixed(0)} (${((cpu.user + cpu.system) / 10 / total).toFixed(0)}% of one core over total_ms)`,
+);
 console.log(
   `event_loop_delay_ms p50=${(loopDelay.percentile(50) / 1e6).toFixed(1)} p99=${(loopDelay.percentile(99) / 1e6).toFixed(1)} max=${(loopDelay.max / 1e6).toFixed(1)}`,
 );
@@ -178,6 +193,18 @@ if (gaps.length > 0) {
   const sum = gaps.reduce((a, b) => a + b, 0);
   console.log(
     `handover_gap_ms p50=${q(0.5)} p90=${q(0.9)} p99=${q(0.99)} max=${q(1)} mean=${(sum / gaps.length).toFixed(1)} (a slot's finish to its next start)`,
+  );
+}
+if (perSlot.size > 0 && !rollout) {
+  // Slot-time accounting: N x total = upgrades + hand-over gaps + idle before the first and after the last upgrade.
+  const ss = [...perSlot.values()];
+  const runs = ss.map((s) => s.runs);
+  const firsts = ss.map((s) => s.first).sort((a, b) => a - b);
+  const tail = ss.reduce((a, s) => a + (total - s.last), 0);
+  const head = firsts.reduce((a, f) => a + f, 0);
+  const gapSum = gaps.reduce((a, b) => a + b, 0);
+  console.log(
+    `slot_time_ms total=${(N * total).toFixed(0)} upgrades=${done * W} gaps=${gapSum.toFixed(0)} before_first=${head.toFixed(0)} after_last=${tail.toFixed(0)}; first_start=${firsts[0]!.toFixed(0)} all_busy=${firsts[firsts.length - 1]!.toFixed(0)} runs_per_slot=${Math.min(...runs)}-${Math.max(...runs)}`,
   );
 }
 if (done !== nodes || maxConcurrent > N) process.exitCode = 1;

@@ -22,7 +22,16 @@ import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { KubeApi, WatchEventType, WatchHandle } from './client.js';
 import { fromMicroTime } from './lease-time.js';
-import { CONCERNS_PREFIX, QUEUE_PREFIX, SLOT_LABEL, nodeLabel, queueOf, slotMeta } from './slot-queue.js';
+import {
+  CONCERNS_PREFIX,
+  QUEUE_PREFIX,
+  SLOT_LABEL,
+  nodeLabel,
+  queueOf,
+  handedOver,
+  slotMeta,
+  waiterToSteal,
+} from './slot-queue.js';
 
 export {
   CONCERNS_PREFIX,
@@ -66,6 +75,15 @@ export type SlotState = 'held' | 'lost' | 'released';
 
 export class SlotHandle {
   state: SlotState = 'held';
+  /**
+   * Set by a wait that ended holding the slot: its watch goes on while the
+   * slot is held (h.lease kept as fresh as the watch shows it, so a renewal
+   * or the release seldom meets a 409; a second slot handed to this node
+   * meanwhile is handed on). release() and a lost renewal stop it.
+   */
+  unfollow: (() => void) | undefined;
+  /** Got by waiting in a queue (not from a free slot): slots are contended, so a release with nobody queued looks for a waiter elsewhere. */
+  waited = false;
   constructor(
     readonly name: string,
     public lease: V1Lease,
@@ -267,8 +285,7 @@ export class FleetSlots {
     const me = this.deps.holder;
     const lease = await this.read(name);
     if (!lease) return;
-    if (lease.spec?.holderIdentity === me)
-      return this.release(new SlotHandle(name, lease, this.deps.clock.now()));
+    if (lease.spec?.holderIdentity === me) return this.handOn(name, lease);
     if (!queueOf(lease).includes(me)) return;
     try {
       await this.deps.api.patchLease(this.deps.namespace, name, {
@@ -280,6 +297,17 @@ export class FleetSlots {
     } catch (err) {
       if (!isSpcdError(err, 'NOT_FOUND')) throw err;
     }
+  }
+
+  /**
+   * Hands on a slot handed to this node that it does not want (it holds or
+   * waits for another): to its queue, else to a waiter elsewhere (it was
+   * handed over, so slots are contended), else cleared.
+   */
+  handOn(name: string, lease: V1Lease): Promise<void> {
+    const h = new SlotHandle(name, lease, this.deps.clock.now());
+    h.waited = true;
+    return this.release(h);
   }
 
   /**
@@ -319,6 +347,7 @@ export class FleetSlots {
         const current = await api.readLease(namespace, h.name);
         if (current.spec?.holderIdentity !== this.deps.holder) {
           h.state = 'lost';
+          h.unfollow?.();
           log.warn({ slot: h.name, holder: current.spec?.holderIdentity ?? null }, 'fleet slot lost');
           return;
         }
@@ -329,43 +358,46 @@ export class FleetSlots {
 
   /**
    * Gives the slot up: hands it to the head of its queue in the same write
-   * (holderIdentity := the head, renewTime now, the head leaves the queue),
-   * or, with nobody queued, clears holderIdentity, so the next node needs no
-   * expiry wait. On 409 (a node queued meanwhile) reads it and tries again.
-   * Never throws on a lost slot.
+   * (holderIdentity := the head, renewTime now, the head leaves the queue);
+   * with nobody queued, when it got the slot by waiting (slots contended),
+   * to a node waiting in the longest queue of another slot (one list:
+   * waiterToSteal); else clears holderIdentity, so the next node needs no
+   * expiry wait. On 409 (a node queued meanwhile) reads it and
+   * tries again. Never throws on a lost slot.
    */
   async release(h: SlotHandle): Promise<void> {
+    try {
+      await this.handOver(h);
+    } finally {
+      h.unfollow?.();
+    }
+  }
+
+  private async handOver(h: SlotHandle): Promise<void> {
     if (h.state !== 'held') return;
     const { api, namespace, log } = this.deps;
     let lease = h.lease;
+    let stolen: string | undefined;
+    let looked = false;
     // Nodes queueing meanwhile make 409s: go on while the slot is ours (it
     // would be lost only at expiry, and then its holder is someone else).
     for (let attempt = 0; attempt < 100; attempt++) {
       if (lease.spec?.holderIdentity !== this.deps.holder) break;
-      const [next] = queueOf(lease).filter((n) => n !== this.deps.holder);
-      const now = this.deps.clock.now();
-      const duration = lease.spec?.leaseDurationSeconds ?? this.leaseDurationSeconds;
-      const transitions = lease.spec?.leaseTransitions ?? 0;
-      const body: V1Lease = {
-        apiVersion: 'coordination.k8s.io/v1',
-        kind: 'Lease',
-        metadata: slotMeta(
-          lease,
-          h.name,
-          namespace,
-          next,
-          next ? [next, this.deps.holder] : [this.deps.holder],
-        ),
-        spec: next
-          ? {
-              holderIdentity: next,
-              leaseDurationSeconds: duration,
-              acquireTime: new V1MicroTime(now),
-              renewTime: new V1MicroTime(now),
-              leaseTransitions: transitions + 1,
-            }
-          : { leaseDurationSeconds: duration, leaseTransitions: transitions },
-      };
+      let [next] = queueOf(lease).filter((n) => n !== this.deps.holder);
+      if (!next && !looked && h.waited) {
+        looked = true;
+        const list = await api.listLeases(namespace, `${SLOT_LABEL}=true`);
+        const slots = list.items.filter((l) => this.slotIndex(l) !== undefined);
+        const now = slots.find((l) => l.metadata?.name === h.name);
+        if (now) lease = now; // as fresh as the list: a node may have queued meanwhile
+        stolen = waiterToSteal(slots, h.name, this.deps.holder, this.random);
+        continue;
+      }
+      next ??= stolen;
+      const body = handedOver(lease, h.name, namespace, this.deps.holder, next, {
+        now: this.deps.clock.now(),
+        leaseDurationSeconds: this.leaseDurationSeconds,
+      });
       try {
         h.lease = await api.replaceLease(namespace, h.name, body);
         h.state = 'released';

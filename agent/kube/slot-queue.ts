@@ -6,7 +6,7 @@
  * (it holds the slot, or heads its queue).
  */
 import { createHash } from 'node:crypto';
-import type { V1Lease } from '@kubernetes/client-node';
+import { V1MicroTime, type V1Lease } from '@kubernetes/client-node';
 
 export const SLOT_LABEL = 'spcd.openstack.org/upgrade-slot';
 /** Annotation prefix: `queue.spcd.openstack.org/<node label>` = {node, at}, one key per waiting node. */
@@ -73,5 +73,68 @@ export function slotMeta(
     namespace,
     labels,
     ...(Object.keys(annotations).length > 0 ? { annotations } : { annotations: undefined }),
+  };
+}
+
+/**
+ * Whom a holder that finishes with nobody queued on its slot hands it to
+ * instead: a node waiting in another slot's queue, never among its first two
+ * (the head may be taking its own slot over at expiry; the second is the
+ * likeliest to get its own slot between this list and the hand-over, and a
+ * node handed a slot it no longer waits for holds it until it expires), at
+ * random among all such nodes: longer queues offer more of them, and
+ * holders finishing at once from much the same list seldom pick the same
+ * node. Without this a slot whose queue ran dry stays idle while other slots
+ * still have long queues, and the rollout ends when the longest queue does.
+ * Undefined when no other queue is three long.
+ */
+export function waiterToSteal(
+  leases: Iterable<V1Lease>,
+  own: string,
+  me: string,
+  random: () => number,
+): string | undefined {
+  const candidates: string[] = [];
+  for (const l of leases) {
+    if (l.metadata?.name === own) continue;
+    candidates.push(
+      ...queueOf(l)
+        .filter((n) => n !== me)
+        .slice(2),
+    );
+  }
+  if (candidates.length === 0) return undefined;
+  return candidates[Math.min(candidates.length - 1, Math.floor(random() * candidates.length))];
+}
+
+/**
+ * The write by which `me` gives up a slot seen as `lease` (its resourceVersion
+ * kept: the write is guarded by it): to `next` (acquireTime and renewTime
+ * now, one more transition, `next` out of the queue), or, with no `next`,
+ * with holderIdentity cleared.
+ */
+export function handedOver(
+  lease: V1Lease,
+  name: string,
+  namespace: string,
+  me: string,
+  next: string | undefined,
+  at: { now: number; leaseDurationSeconds: number },
+): V1Lease {
+  const duration = lease.spec?.leaseDurationSeconds ?? at.leaseDurationSeconds;
+  const transitions = lease.spec?.leaseTransitions ?? 0;
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: slotMeta(lease, name, namespace, next, next ? [next, me] : [me]),
+    spec: next
+      ? {
+          holderIdentity: next,
+          leaseDurationSeconds: duration,
+          acquireTime: new V1MicroTime(at.now),
+          renewTime: new V1MicroTime(at.now),
+          leaseTransitions: transitions + 1,
+        }
+      : { leaseDurationSeconds: duration, leaseTransitions: transitions },
   };
 }

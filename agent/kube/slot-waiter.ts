@@ -82,13 +82,25 @@ export function waitForSlot(
   let cancelAction: (() => void) | undefined;
   let cancelExpiry: (() => void) | undefined;
   let cancelPoll: (() => void) | undefined;
+  /** The last call run(): a wait that ends leaves the queue only once it has landed. */
+  let inflight: Promise<unknown> = Promise.resolve();
+  /** The slot this wait ended holding, while its watch goes on. */
+  let held: SlotHandle | undefined;
   const pollMs = Math.max(opts.pollMs, 2000 * slots.leaseDurationSeconds);
 
   return new Promise<SlotHandle | WaitEnd>((resolve, reject) => {
     const finish = (v: SlotHandle | WaitEnd | SpcdError): void => {
       if (settled) return;
       settled = true;
-      for (const h of handles) h.stop();
+      if (v instanceof SlotHandle && v.state === 'held') {
+        // The watch goes on while the slot is held (SlotHandle.unfollow).
+        held = v;
+        v.waited = true;
+        v.unfollow = () => {
+          held = undefined;
+          for (const h of handles.splice(0)) h.stop();
+        };
+      } else for (const h of handles.splice(0)) h.stop();
       cancelAction?.();
       cancelExpiry?.();
       cancelPoll?.();
@@ -96,7 +108,8 @@ export function waitForSlot(
       // Queued here but done waiting here (aborted, or a slot elsewhere): leave
       // the queue, or hand on what was handed to us meanwhile.
       if (v instanceof SpcdError || (v instanceof SlotHandle && v.name !== mine))
-        void slots.leaveQueue(mine).catch(() => undefined);
+        // After a join still in flight: leaving first would leave its key behind for good.
+        void inflight.then(() => slots.leaveQueue(mine)).catch(() => undefined);
       if (v instanceof SpcdError) reject(v);
       else resolve(v);
     };
@@ -117,7 +130,9 @@ export function waitForSlot(
       if (settled || busy) return;
       busy = true;
       const before = events;
-      fn().then(
+      const call = fn();
+      inflight = call.catch(() => undefined);
+      call.then(
         (v) => {
           busy = false;
           if (!settled) done(v, events === before);
@@ -193,6 +208,21 @@ export function waitForSlot(
       if (rank === 0 && until !== undefined) cancelExpiry = clock.setTimer(until - now + 1, () => consider());
     };
 
+    /**
+     * Holding a slot: what the watch shows of it is our freshest copy (the
+     * release then seldom meets a 409 from a node that queued meanwhile); a
+     * second slot handed to us (two holders both gave us theirs) is handed on.
+     */
+    const whileHeld = (name: string, lease: V1Lease): void => {
+      if (!held || lease.spec?.holderIdentity !== me) return;
+      if (name === held.name) {
+        if (held.state === 'held') held.lease = lease;
+        return;
+      }
+      const now = clock.now();
+      if ((slots.expiresAt(lease) ?? 0) > now) void slots.handOn(name, lease).catch(() => undefined);
+    };
+
     /** Slots handed to us, and the slot whose queue we head. */
     const follow = (from: string): void => {
       let gone = false;
@@ -210,6 +240,7 @@ export function waitForSlot(
             const name = lease.metadata?.name;
             if (lease.metadata?.resourceVersion) at = lease.metadata.resourceVersion;
             if (!name || slots.slotIndex(lease) === undefined) return;
+            if (settled) return type === 'DELETED' ? undefined : whileHeld(name, lease);
             if (name === mine) events++;
             if (type === 'DELETED') {
               if (name === mine) seen.delete(name);
@@ -222,7 +253,10 @@ export function waitForSlot(
             consider();
           },
           (err) => {
-            if (settled) return;
+            if (settled) {
+              if (!err && held) follow(at); // the server's timeout: go on following the held slot
+              return;
+            }
             if (gone || isSpcdError(err, 'KUBE_GONE')) return finish('relist');
             if (err) {
               log.warn({ code: (err as SpcdError).code }, 'slot watch lost; polling slowly until it is back');
@@ -233,7 +267,8 @@ export function waitForSlot(
         )
         .then(
           (h) => {
-            if (settled) h.stop();
+            if (settled && !held) h.stop();
+            else if (settled) handles.push(h);
             else {
               handles.push(h);
               watching = true;

@@ -44,7 +44,7 @@ interface WatchClient {
   readonly resource: string;
   readonly namespace: string | null;
   readonly fieldName?: string;
-  readonly labelSelector: string | null;
+  readonly labelSelector: [string, string | undefined][] | null;
   readonly res: ServerResponse;
 }
 
@@ -97,13 +97,20 @@ function status(code: number, reason: string, message: string): Record<string, u
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
 }
 
-function matchesLabels(obj: Obj, selector: string | null): boolean {
-  if (!selector) return true;
-  const labels = (obj.metadata.labels ?? {}) as Record<string, string>;
-  return selector.split(',').every((term) => {
+/** A label selector (`k=v,k2=v2`) as its terms, parsed once per watch: every write is matched against every watch. */
+function labelTerms(selector: string | null): [string, string | undefined][] | null {
+  if (!selector) return null;
+  return selector.split(',').map((term) => {
     const [k, v] = term.split('=');
-    return k !== undefined && labels[k] === v;
+    return [k ?? '', v];
   });
+}
+
+function matchesLabels(obj: Obj, selector: string | null | [string, string | undefined][]): boolean {
+  const terms = typeof selector === 'string' ? labelTerms(selector) : selector;
+  if (!terms) return true;
+  const labels = (obj.metadata.labels ?? {}) as Record<string, string>;
+  return terms.every(([k, v]) => k !== '' && labels[k] === v);
 }
 
 function fieldName(selector: string | null): string | undefined {
@@ -118,6 +125,13 @@ export class FakeKubeServer {
   private readonly store = new Map<string, Obj>();
   private readonly history: HistoryEntry[] = [];
   private readonly watchers = new Set<WatchClient>();
+  /**
+   * Label-selected watches by the last term of their selector (`k=v`), the
+   * rest under '': a write is matched only against the watches that could
+   * select it (1,000 waiters each watching its own label would otherwise
+   * cost 1,000 matches per write).
+   */
+  private readonly byTerm = new Map<string, Set<WatchClient>>();
   private rv = 100;
   /** Watches asking for a resourceVersion older than this get 410 Gone. */
   private compactedRv = 0;
@@ -126,6 +140,10 @@ export class FakeKubeServer {
   unavailable = false;
   /** Added latency per request, ms. */
   latencyMs = 0;
+  /** Added latency per PATCH, ms (a join to a slot's queue still in flight). */
+  patchLatencyMs = 0;
+  /** PATCH requests received and held by patchLatencyMs right now. */
+  patchesHeld = 0;
   readonly calls: RecordedCall[] = [];
   port = 0;
 
@@ -150,6 +168,7 @@ export class FakeKubeServer {
   async stop(): Promise<void> {
     for (const w of this.watchers) w.res.end();
     this.watchers.clear();
+    this.byTerm.clear();
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
@@ -214,6 +233,7 @@ export class FakeKubeServer {
   closeWatches(): void {
     for (const w of this.watchers) w.res.end();
     this.watchers.clear();
+    this.byTerm.clear();
   }
 
   /** Open watch streams on this resource (and name, when the watch selects one). */
@@ -258,8 +278,36 @@ export class FakeKubeServer {
       this.history.splice(0, 5_000);
     }
     const line = JSON.stringify({ type: entry.type, object: entry.obj }) + '\n';
-    for (const w of this.watchers) this.send(w, entry, line);
+    this.broadcast(entry, line);
     return obj;
+  }
+
+  private termOf(w: WatchClient): string {
+    const last = w.labelSelector?.[w.labelSelector.length - 1];
+    return last ? `${last[0]}=${last[1] ?? ''}` : '';
+  }
+
+  private addWatcher(w: WatchClient): void {
+    this.watchers.add(w);
+    const t = this.termOf(w);
+    let set = this.byTerm.get(t);
+    if (!set) this.byTerm.set(t, (set = new Set()));
+    set.add(w);
+  }
+
+  private removeWatcher(w: WatchClient): void {
+    this.watchers.delete(w);
+    const t = this.termOf(w);
+    this.byTerm.get(t)?.delete(w);
+    if (this.byTerm.get(t)?.size === 0) this.byTerm.delete(t);
+  }
+
+  /** Every watch this entry may concern: those without a selector, and those whose last term the object carries. */
+  private broadcast(e: HistoryEntry, line: string): void {
+    for (const w of this.byTerm.get('') ?? []) this.send(w, e, line);
+    const labels = (e.obj.metadata.labels ?? {}) as Record<string, string>;
+    for (const [k, v] of Object.entries(labels))
+      for (const w of this.byTerm.get(`${k}=${v}`) ?? []) this.send(w, e, line);
   }
 
   private send(w: WatchClient, e: HistoryEntry, line?: string): void {
@@ -287,7 +335,7 @@ export class FakeKubeServer {
     const entry: HistoryEntry = { rv: this.rv, type: 'DELETED', resource, obj };
     this.history.push(entry);
     const line = JSON.stringify({ type: entry.type, object: entry.obj }) + '\n';
-    for (const w of this.watchers) this.send(w, entry, line);
+    this.broadcast(entry, line);
     return obj;
   }
 
@@ -313,6 +361,11 @@ export class FakeKubeServer {
       return;
     }
     if (this.latencyMs > 0) await new Promise((r) => setTimeout(r, this.latencyMs));
+    if (req.method === 'PATCH' && this.patchLatencyMs > 0) {
+      this.patchesHeld++;
+      await new Promise((r) => setTimeout(r, this.patchLatencyMs));
+      this.patchesHeld--;
+    }
     const url = new URL(req.url ?? '/', this.url);
     // /api/v1/... or /apis/<group>/v1/...
     const m =
@@ -362,12 +415,14 @@ export class FakeKubeServer {
         return;
       }
       if (verb === 'list') {
-        const items = this.list(base, namespace)
-          .filter((o) => matchesLabels(o, url.searchParams.get('labelSelector')))
-          .filter((o) => {
-            const f = fieldName(url.searchParams.get('fieldSelector'));
-            return f === undefined || o.metadata.name === f;
-          });
+        const terms = labelTerms(url.searchParams.get('labelSelector'));
+        const f = fieldName(url.searchParams.get('fieldSelector'));
+        const prefix = `${base}/${namespace ?? ''}/`;
+        // selected first, then copied: the reply is serialised at once, nothing else holds it
+        const items = [...this.store.entries()]
+          .filter(([k, o]) => k.startsWith(prefix) && matchesLabels(o, terms))
+          .filter(([, o]) => f === undefined || o.metadata.name === f)
+          .map(([, o]) => o);
         const kind = KINDS[base]!;
         record(
           this.reply(res, 200, {
@@ -468,7 +523,7 @@ export class FakeKubeServer {
       resource,
       namespace,
       res,
-      labelSelector: url.searchParams.get('labelSelector'),
+      labelSelector: labelTerms(url.searchParams.get('labelSelector')),
       ...(fn !== undefined ? { fieldName: fn } : {}),
     };
     if (!rvText) {
@@ -486,13 +541,20 @@ export class FakeKubeServer {
       );
       return;
     }
-    for (const e of this.history) if (e.rv > from) this.send(w, e);
-    this.watchers.add(w);
+    // History is in resourceVersion order: replay from the first entry after `from`.
+    let lo = 0;
+    for (let hi = this.history.length; lo < hi;) {
+      const mid = (lo + hi) >> 1;
+      if (this.history[mid]!.rv > from) hi = mid;
+      else lo = mid + 1;
+    }
+    for (let i = lo; i < this.history.length; i++) this.send(w, this.history[i]!);
+    this.addWatcher(w);
     const timeout = Number(url.searchParams.get('timeoutSeconds') ?? 0);
     const timer = timeout > 0 ? setTimeout(() => res.end(), timeout * 1000) : undefined;
     res.on('close', () => {
       if (timer) clearTimeout(timer);
-      this.watchers.delete(w);
+      this.removeWatcher(w);
     });
   }
 }

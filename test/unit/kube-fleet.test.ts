@@ -205,12 +205,14 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     let h = await got;
     expect(h.name).toBe(`${prefix}0`);
     expect(holderOf(`${prefix}0`)).toBe('node-w');
-    // one list (the first pass) and no clock advance: the watch woke it
+    // one list (the first pass; node-a took a free slot, so its release looks
+    // for no waiter elsewhere) and no clock advance: the watch woke it
     expect(server.calls.filter((c) => c.verb === 'list' && c.resource === 'leases').length).toBe(
       listsBefore + 1,
     );
 
-    // node-w dies holding the slot; a new waiter takes it only once the lease expires
+    // node-w dies holding the slot (its watch ends with it); a new waiter takes it only once the lease expires
+    h.unfollow?.();
     const before2 = 0;
     let taken = false;
     got = acquireSlot(mk('node-x'), { clock, log, random: () => 0, retryMs: 600_000, wakeSpreadMs: 100 });
@@ -224,6 +226,7 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     h = await got;
     expect(holderOf(`${prefix}0`)).toBe('node-x');
     expect(h.lease.spec?.leaseTransitions).toBe(2);
+    h.unfollow?.();
   });
 
   it('a lost watch falls back to a slow poll, then watches again', async () => {
@@ -246,7 +249,12 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
       wakeSpreadMs: 100,
     });
     void got.then(() => (taken = true));
-    await waitFor(() => watchesOn(prefix) > w0, 5000);
+    // watching and queued (a join cut off by the outage would end the wait KUBE_UNAVAILABLE)
+    await waitFor(
+      () =>
+        watchesOn(prefix) > w0 && queueOf(server.get('leases', NS, `${prefix}0`) as never).includes('node-w'),
+      5000,
+    );
     // the API server goes away: the stream ends and the re-watch cannot connect
     server.unavailable = true;
     server.closeWatches();
@@ -265,6 +273,7 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     const h = await got;
     expect(h.name).toBe(`${prefix}0`);
     expect(holderOf(`${prefix}0`)).toBe('node-w');
+    h.unfollow?.();
   });
 
   type LeaseObj = { spec?: { holderIdentity?: string }; metadata: { labels?: Record<string, string> } };
@@ -302,5 +311,165 @@ describe('fleet upgrade slots over Leases (real client-node, in-test API server)
     expect(queueOf(lease(`${prefix}0`) as never)).toEqual([]);
     // the release was the only write: the waiter did not write to take it
     expect(writes(`${prefix}0`)).toBe(before + 1);
+    h.unfollow?.();
+  });
+
+  const conflicts = (name: string) =>
+    server.calls.filter((c) => c.resource === 'leases' && c.name === name && c.status === 409).length;
+  /** Writes `node` as the slot's holder (renewed now, its label set), as a holder handing it over would. */
+  const handTo = (name: string, node: string, clock: FakeClock): void => {
+    const l = server.get('leases', NS, name)!;
+    server.put('leases', NS, {
+      ...l,
+      metadata: {
+        ...l.metadata,
+        labels: { ...(l.metadata.labels as object), [`${CONCERNS_PREFIX}${node}`]: 'true' },
+      },
+      spec: { ...(l.spec as object), holderIdentity: node, renewTime: new Date(clock.now()).toISOString() },
+    });
+  };
+  /** The FleetSlots of one node, on slots `<prefix>0..n-1` (lease 30 s). */
+  const slotsOn =
+    (clock: FakeClock, prefix: string, n: number, random?: () => number) =>
+    (holder: string): FleetSlots =>
+      new FleetSlots(
+        { api: api(), namespace: NS, holder, clock, log, ...(random ? { random } : {}) },
+        { slots: n, leaseDurationSeconds: 30, prefix },
+      );
+  /** A node waiting from a pass that sees every slot busy, queued on slot floor(pick x N). */
+  const waiter = (clock: FakeClock, mk: (n: string) => FleetSlots, node: string, pick: number) =>
+    acquireSlot(mk(node), { clock, log, random: () => pick, retryMs: 600_000, wakeSpreadMs: 100 });
+
+  it('a holder keeps watching its slot: a node that queued meanwhile gets it with no 409', async () => {
+    const clock = new FakeClock();
+    const prefix = 'keep-slot-';
+    const mk = slotsOn(clock, prefix, 1);
+    const a = mk('node-a');
+    const held = (await a.acquire())!;
+    const w = waiter(clock, mk, 'node-w', 0);
+    await waitFor(() => queueOf(lease(`${prefix}0`) as never).includes('node-w'), 5000);
+    await a.release(held);
+    const hw = await w;
+    // node-v queues while node-w holds: node-w's copy follows the watch
+    const v = waiter(clock, mk, 'node-v', 0);
+    await waitFor(() => queueOf(hw.lease as never).includes('node-v'), 5000);
+    const before = conflicts(`${prefix}0`);
+    await mk('node-w').release(hw);
+    const hv = await v;
+    expect(hv.name).toBe(`${prefix}0`);
+    expect(holderOf(`${prefix}0`)).toBe('node-v');
+    expect(conflicts(`${prefix}0`)).toBe(before);
+    hv.unfollow?.();
+  });
+
+  it('a holder with nobody queued hands its slot to a node at the back of a longer queue', async () => {
+    const clock = new FakeClock();
+    const prefix = 'steal-slot-';
+    // random 0: node-a's release picks the last of the queue it steals from
+    const mk = slotsOn(clock, prefix, 2, () => 0);
+    const a = mk('node-a');
+    const b = mk('node-b');
+    const ha = (await a.tryTake(`${prefix}0`, undefined))!;
+    const hb = (await b.tryTake(`${prefix}1`, undefined))!;
+    // three nodes queue on slot 1 (random 0.99 picks it), in order of name (same clock)
+    const waits = ['node-w1', 'node-w2', 'node-w3'].map((n) => waiter(clock, mk, n, 0.99));
+    await waitFor(() => queueOf(lease(`${prefix}1`) as never).length === 3, 5000);
+    const writes0 = writes(`${prefix}0`);
+    ha.waited = true; // as if node-a had waited for it: the slots are contended
+    await a.release(ha);
+    const h3 = await waits[2]!;
+    expect(h3.name).toBe(`${prefix}0`);
+    expect(holderOf(`${prefix}0`)).toBe('node-w3');
+    expect(writes(`${prefix}0`)).toBe(writes0 + 1); // the hand-over only: node-w3 did not write it
+    // node-w3 leaves the queue it was in; the others keep their order
+    await waitFor(() => queueOf(lease(`${prefix}1`) as never).length === 2, 5000);
+    expect(queueOf(lease(`${prefix}1`) as never)).toEqual(['node-w1', 'node-w2']);
+
+    // node-w3 finishes with nobody queued on slot 0; slot 1's queue [w1, w2] is
+    // too short to take from (its first two may get slot 1 any moment): slot 0 is cleared
+    await mk('node-w3').release(h3);
+    expect(holderOf(`${prefix}0`)).toBeUndefined();
+    expect(queueOf(lease(`${prefix}1`) as never)).toEqual(['node-w1', 'node-w2']);
+    await b.release(hb);
+    const h1 = await waits[0]!;
+    expect(h1.name).toBe(`${prefix}1`);
+    await mk('node-w1').release(h1);
+    const h2 = await waits[1]!;
+    expect(h2.name).toBe(`${prefix}1`);
+    h2.unfollow?.();
+  });
+
+  it('a node handed a second slot while it holds one hands the second on at once', async () => {
+    const clock = new FakeClock();
+    const prefix = 'twice-slot-';
+    const mk = slotsOn(clock, prefix, 2);
+    const a = mk('node-a');
+    const b = mk('node-b');
+    const ha = (await a.tryTake(`${prefix}0`, undefined))!;
+    const hb = (await b.tryTake(`${prefix}1`, undefined))!;
+    const w = waiter(clock, mk, 'node-w', 0); // queued on slot 0
+    await waitFor(() => queueOf(lease(`${prefix}0`) as never).includes('node-w'), 5000);
+    const x = waiter(clock, mk, 'node-x', 0.99); // queued on slot 1
+    await waitFor(() => queueOf(lease(`${prefix}1`) as never).includes('node-x'), 5000);
+    await a.release(ha);
+    const hw = await w;
+    expect(hw.name).toBe(`${prefix}0`);
+    // slot 1 handed to node-w too (as a second holder stealing it would): node-w hands it on to node-x
+    handTo(`${prefix}1`, 'node-w', clock);
+    const hx = await x;
+    expect(hx.name).toBe(`${prefix}1`);
+    expect(holderOf(`${prefix}1`)).toBe('node-x');
+    expect(holderOf(`${prefix}0`)).toBe('node-w');
+    expect(hb.state).toBe('held'); // node-b's handle: it lost the slot, as a dead holder would
+    hw.unfollow?.();
+    hx.unfollow?.();
+  });
+
+  it('a wait that ends while its join is in flight leaves the queue once the join has landed', async () => {
+    const clock = new FakeClock();
+    const prefix = 'inflight-slot-';
+    const mk = slotsOn(clock, prefix, 2);
+    await mk('node-a').tryTake(`${prefix}0`, undefined);
+    await mk('node-b').tryTake(`${prefix}1`, undefined);
+    const joins = () =>
+      server.calls.filter((c) => c.verb === 'patch' && c.name === `${prefix}0` && c.status === 200).length;
+    server.patchLatencyMs = 400;
+    try {
+      const w = waiter(clock, mk, 'node-w', 0); // joins slot 0: the patch takes 400 ms
+      await waitFor(() => server.patchesHeld > 0, 5000); // the join has reached the server
+      // slot 1 handed to node-w (as a holder taking a waiter from another queue) while its join is in flight
+      handTo(`${prefix}1`, 'node-w', clock);
+      const hw = await w;
+      expect(hw.name).toBe(`${prefix}1`);
+      // the join landed, then the leave: node-w is in no queue of slot 0
+      await waitFor(() => joins() >= 2 && !queueOf(lease(`${prefix}0`) as never).includes('node-w'), 5000);
+      expect(queueOf(lease(`${prefix}0`) as never)).toEqual([]);
+      hw.unfollow?.();
+    } finally {
+      server.patchLatencyMs = 0;
+    }
+  });
+
+  it('a second slot handed to a holder, with nobody queued on it, goes to a waiter of a longer queue', async () => {
+    const clock = new FakeClock();
+    const prefix = 'onward-slot-';
+    const mk = slotsOn(clock, prefix, 3, () => 0);
+    const ha = (await mk('node-a').tryTake(`${prefix}0`, undefined))!;
+    const hb = (await mk('node-b').tryTake(`${prefix}1`, undefined))!;
+    await mk('node-c').tryTake(`${prefix}2`, undefined);
+    const w = waiter(clock, mk, 'node-w', 0); // queued on slot 0
+    await waitFor(() => queueOf(lease(`${prefix}0`) as never).includes('node-w'), 5000);
+    const waits = ['node-x1', 'node-x2', 'node-x3'].map((n) => waiter(clock, mk, n, 0.99)); // on slot 2
+    await waitFor(() => queueOf(lease(`${prefix}2`) as never).length === 3, 5000);
+    await mk('node-a').release(ha);
+    const hw = await w;
+    // node-b hands slot 1 to node-w too: node-w hands it on to the back of slot 2's queue
+    handTo(`${prefix}1`, 'node-w', clock);
+    const hx3 = await waits[2]!;
+    expect(hx3.name).toBe(`${prefix}1`);
+    expect(holderOf(`${prefix}1`)).toBe('node-x3');
+    expect(hb.state).toBe('held');
+    hw.unfollow?.();
+    hx3.unfollow?.();
   });
 });
