@@ -223,6 +223,20 @@ export class EtcdCluster {
     return out;
   }
 
+  /** CPU seconds (user + system) each running member has used so far, from /proc (0 where unreadable). */
+  cpuSeconds(): number[] {
+    const tick = 100; // USER_HZ on Linux
+    return this.members.map((m) => {
+      try {
+        const stat = readFileSync(`/proc/${m.proc?.pid}/stat`, 'utf8');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return (Number(f[11]) + Number(f[12])) / tick; // utime, stime
+      } catch {
+        return 0;
+      }
+    });
+  }
+
   /** The tail of each member's log (for a failure message). */
   logs(lines = 8): string {
     return this.members
