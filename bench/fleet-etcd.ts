@@ -75,12 +75,27 @@ try {
     `etcd members=3 nodes=${nodes} upgraded=${fleet.applied.length} N=${N} window_ms=${W} clients=${clients} ttl_s=${ttl}`,
   );
   console.log(`total_ms=${total.toFixed(0)} ideal_ms=${ideal} (ceil(${nodes}/${N}) x ${W})`);
+  const byMethod = (k: string): string =>
+    [...after.keys()]
+      .filter((m) => m.startsWith(`${k}/`) && delta(m) > 0)
+      .map((m) => `${m.slice(k.length + 1)}=${delta(m)}`)
+      .join(' ');
   console.log(`unary_requests=${unary} stream_messages=${streamed}`);
+  console.log(
+    `by_method ${byMethod('grpc_server_handled_total/unary')} ${byMethod('grpc_server_msg_received_total/bidi_stream')}`,
+  );
   console.log(
     `cpu_s members=${cpu.join(',')} nodes_process=${((own.user + own.system) / 1e6).toFixed(1)} (during the rollout)`,
   );
   // The k-th start needs the (k-N)-th finish (N slots): the gap between them is the hand-over.
   const gaps = starts.slice(N).map((s, k) => s - ends[k]!);
+  console.log(
+    'starts_per_second',
+    Array.from(
+      { length: Math.ceil(total / 1000) },
+      (_, i) => starts.filter((x) => x - t0 >= i * 1000 && x - t0 < (i + 1) * 1000).length,
+    ).join(' '),
+  );
   gaps.sort((a, b) => a - b);
   const q = (f: number) => (gaps[Math.min(gaps.length - 1, Math.floor(f * gaps.length))] ?? 0).toFixed(0);
   console.log(

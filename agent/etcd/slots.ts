@@ -17,7 +17,7 @@
  * near the front (rank < N + H, one guarded put) or goes away: a hand-over
  * wakes about 2H waiters, not the whole fleet.
  */
-import type { Etcd3, IKeyValue, Lease, Watcher } from 'etcd3';
+import { Range, type Etcd3, type IKeyValue, type Lease, type Watcher } from 'etcd3';
 import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
@@ -34,6 +34,13 @@ export interface EtcdSlotsDeps {
   readonly ttlSeconds: number;
   readonly clock: Clock;
   readonly log: Logger;
+  /**
+   * A waiter that joins with k > N + 2H keys ahead first looks where it
+   * stands after (k - N - 2H) x this many ms: the start-up burst is spread,
+   * the waiters near the front are served first. Default 1 ms (a rank is
+   * reached no sooner than one hand-over per rank ahead).
+   */
+  readonly followSpreadMs?: number;
 }
 
 interface Held {
@@ -129,18 +136,31 @@ export class EtcdSlots {
   ): Promise<string> {
     const { client, holder } = this.d;
     const key = `${this.queuePrefix}${leaseId}`;
-    let mine: string;
+    // One transaction: our key, and how many keys the queue has with it (ours is the newest).
+    const all = Range.prefix(this.queuePrefix);
+    let res;
     try {
-      const res = await client
-        .put(key)
-        .value(encodeEntry({ node: holder, near: false }))
-        .lease(leaseId)
-        .exec();
-      mine = res.header.revision; // a new key: the put's revision is its create revision
+      res = await client
+        .if(key, 'Create', '==', 0)
+        .then(
+          client
+            .put(key)
+            .value(encodeEntry({ node: holder, near: false }))
+            .lease(leaseId),
+          {
+            request_range: { key: all.start, range_end: all.end, count_only: true },
+          },
+        )
+        .commit();
     } catch (err) {
       throw unavailable(err, 'joining the slot queue');
     }
-    return this.wait(n, { key, leaseId, mine }, signal, setOnLost);
+    if (!res.succeeded) throw new SpcdError('INTERNAL', `slot queue key ${key} already exists`, { key });
+    // a new key: the transaction's revision is its create revision
+    const me = { key, leaseId, mine: res.header.revision };
+    const count = Number(res.responses[1]?.response_range?.count);
+    const ahead = Number.isInteger(count) && count > 0 ? count - 1 : Infinity; // Infinity: look first
+    return this.wait(n, me, ahead, signal, setOnLost);
   }
 
   /**
@@ -197,13 +217,16 @@ export class EtcdSlots {
     if (!res.succeeded) throw gone(me.key);
   }
 
+  /** Waits for a slot; `aheadAtJoin` (the keys ahead when ours was put) admits at once when below n. */
   private wait(
     n: number,
     me: Mine,
+    aheadAtJoin: number,
     signal: AbortSignal,
     setOnLost: (f: (err: Error) => void) => void,
   ): Promise<string> {
-    const { client, log } = this.d;
+    const { client, clock, log } = this.d;
+    let cancelLater: (() => void) | undefined;
     let settled = false;
     let watcher: Watcher | undefined;
     let announced = false;
@@ -218,6 +241,7 @@ export class EtcdSlots {
         if (settled) return;
         settled = true;
         signal.removeEventListener('abort', onAbort);
+        cancelLater?.();
         stopWatch();
         if (typeof v === 'string') resolve(v);
         else reject(v);
@@ -272,7 +296,17 @@ export class EtcdSlots {
           near(left.size);
         }, finish);
       };
-      look();
+      if (aheadAtJoin < n) {
+        near(aheadAtJoin);
+        finish(me.key);
+        return;
+      }
+      const later = (aheadAtJoin - listLimit(n)) * (this.d.followSpreadMs ?? 1);
+      if (!(later > 0 && later < 60_000)) return look();
+      cancelLater = clock.setTimer(later, () => {
+        cancelLater = undefined;
+        look();
+      });
     });
   }
 }
