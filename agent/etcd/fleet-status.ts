@@ -12,13 +12,15 @@ import { fleetView, type FleetStatus } from '../rollout/fleet-view.js';
 import { ledgerFromJson, phaseFromJson } from '../rollout/records.js';
 import { connectEtcd, unavailable } from './client.js';
 import { asEtcdKeyError, parseEtcdDesired } from './desired.js';
-import { fleetKeys, slotIndex } from './keys.js';
+import { fleetKeys } from './keys.js';
+import { decodeEntry } from './queue.js';
 import type { EtcdSettings } from './settings.js';
 
 /** Every key under a prefix, at one revision: the etcd boundary of the reader (a unit test fakes it). */
-export type RangeRead = (
-  prefix: string,
-) => Promise<{ readonly revision: string; readonly kvs: readonly { key: string; value: string }[] }>;
+export type RangeRead = (prefix: string) => Promise<{
+  readonly revision: string;
+  readonly kvs: readonly { key: string; value: string; createRevision: string }[];
+}>;
 
 /** The range read over a client: one call, with the client's call deadline; failures are ETCD_UNAVAILABLE. */
 export function clientRangeRead(client: Etcd3): RangeRead {
@@ -27,7 +29,11 @@ export function clientRangeRead(client: Etcd3): RangeRead {
       const res = await client.getAll().prefix(prefix).exec();
       return {
         revision: res.header.revision,
-        kvs: res.kvs.map((kv) => ({ key: kv.key.toString(), value: kv.value.toString() })),
+        kvs: res.kvs.map((kv) => ({
+          key: kv.key.toString(),
+          value: kv.value.toString(),
+          createRevision: kv.create_revision,
+        })),
       };
     } catch (err) {
       throw unavailable(err, `reading the keys under ${prefix}`);
@@ -56,13 +62,13 @@ export async function readEtcdFleetStatus(
   const byKey = new Map(kvs.map((kv) => [kv.key, kv.value]));
   const desiredText = byKey.get(keys.desired);
   const phases: PhaseReport[] = [];
-  const slots: { name: string; holder: string | null; renewedAt: null }[] = [];
-  for (const { key, value } of kvs) {
+  const queue: { key: string; node: string; rev: bigint }[] = [];
+  for (const { key, value, createRevision } of kvs) {
     if (key.startsWith(keys.nodes)) {
       const p = phaseFromJson(value);
       if (p) phases.push(p);
-    } else if (slotIndex(keys.slots, key) !== undefined) {
-      slots.push({ name: key, holder: value || null, renewedAt: null });
+    } else if (key.startsWith(keys.queue) && /^[0-9]+$/.test(createRevision)) {
+      queue.push({ key, node: decodeEntry(value).node, rev: BigInt(createRevision) });
     }
   }
   const source = {
@@ -75,6 +81,7 @@ export async function readEtcdFleetStatus(
   // throws SPEC_INVALID / SPEC_YAML naming the key and the part
   const desired =
     desiredText === undefined ? undefined : parseEtcdDesired(desiredText, keys.desired, revision);
+  const slots = slotHolders(queue, desired?.rollout, phases);
   try {
     return {
       ...source,
@@ -83,6 +90,27 @@ export async function readEtcdFleetStatus(
   } catch (err) {
     throw asEtcdKeyError(err, keys.desired); // the rollout object's checks name the ConfigMap's key
   }
+}
+
+/**
+ * The slot holders from the queue (decision 0029): the N oldest queue keys by
+ * create revision, N the rollout's maxConcurrent. A rollout that names no N
+ * leaves it to each node's --fleet-slots, which the records do not carry:
+ * then the queued nodes whose phase report says `upgrading` are shown.
+ */
+function slotHolders(
+  queue: readonly { key: string; node: string; rev: bigint }[],
+  rollout: unknown,
+  phases: readonly PhaseReport[],
+): { name: string; holder: string; renewedAt: null }[] {
+  const ranked = [...queue].sort((a, b) => (a.rev < b.rev ? -1 : a.rev > b.rev ? 1 : 0));
+  const n = (rollout as { maxConcurrent?: unknown } | undefined)?.maxConcurrent;
+  const upgrading = new Set(phases.filter((p) => p.phase === 'upgrading').map((p) => p.node));
+  const held =
+    typeof n === 'number' && Number.isInteger(n) && n > 0
+      ? ranked.slice(0, n)
+      : ranked.filter((e) => upgrading.has(e.node));
+  return held.map((e) => ({ name: e.key, holder: e.node, renewedAt: null }));
 }
 
 /**

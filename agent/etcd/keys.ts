@@ -10,8 +10,8 @@ export interface FleetKeys {
   readonly ledger: string;
   /** `<nodes><node>`: each node's phase report (JSON). */
   readonly nodes: string;
-  /** `<slots><i>`: the slot keys, bound to their holders' leases. */
-  readonly slots: string;
+  /** `<queue><lease id>`: one key per node waiting for or holding a slot, bound to its lease; ranked by create revision (agent/etcd/queue.ts). */
+  readonly queue: string;
 }
 
 export function fleetKeys(prefix: string): FleetKeys {
@@ -19,13 +19,6 @@ export function fleetKeys(prefix: string): FleetKeys {
     desired: `${prefix}desired`,
     ledger: `${prefix}rollout/ledger`,
     nodes: `${prefix}nodes/`,
-    slots: `${prefix}slots/`,
+    queue: `${prefix}queue/`,
   };
-}
-
-/** The slot index of a key under the slot prefix (`<slots><i>`); undefined for anything else. */
-export function slotIndex(slotPrefix: string, key: string): number | undefined {
-  if (!key.startsWith(slotPrefix)) return undefined;
-  const rest = key.slice(slotPrefix.length);
-  return /^(0|[1-9][0-9]{0,5})$/.test(rest) ? Number(rest) : undefined;
 }

@@ -5,7 +5,8 @@
  * - `rollout/ledger`: the ledger (JSON), written only by a transaction that
  *   compares its mod revision with the one read (create revision 0 when new);
  * - `nodes/<node>`: each node's phase report (JSON), written only by that node;
- * - `slots/<i>`: the N slots, bound to their holders' leases (slots.ts).
+ * - `queue/<lease id>`: one key per node waiting for or holding one of the N
+ *   slots, bound to its lease; the N oldest hold them (slots.ts, queue.ts).
  */
 import type { Etcd3, IKeyValue } from 'etcd3';
 import type { SpcdError } from '../errors.js';
@@ -28,8 +29,6 @@ export interface EtcdRolloutBackendDeps {
   readonly slotTtlSeconds: number;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly random?: () => number;
-  readonly wakeSpreadMs?: number;
   /** Pause before reading the desired key again after a failure. Default 5 s. */
   readonly retryMs?: number;
 }
@@ -45,8 +44,6 @@ export class EtcdRolloutBackend implements RolloutBackend {
       ttlSeconds: d.slotTtlSeconds,
       clock: d.clock,
       log: d.log,
-      ...(d.random ? { random: d.random } : {}),
-      ...(d.wakeSpreadMs !== undefined ? { wakeSpreadMs: d.wakeSpreadMs } : {}),
     });
   }
 

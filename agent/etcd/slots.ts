@@ -1,37 +1,47 @@
 /**
- * EtcdSlots: at most N nodes upgrade at once. Slot i is the key
- * `<prefix>slots/<i>` (i < N), bound to the holder's etcd lease; it is taken
- * only by a transaction that requires the key to be absent (create revision
- * 0), so two nodes can never hold the same slot, and it goes away when the
- * holder revokes its lease (release) or stops renewing it (a dead node: the
- * lease expires after its TTL and etcd deletes the key).
+ * EtcdSlots: at most N nodes upgrade at once, by etcd's own semaphore recipe
+ * (the rank arithmetic and its safety argument: queue.ts). A node that wants
+ * a slot puts ONE key `<prefix>queue/<lease id>`, bound to a fresh lease,
+ * and holds a slot once fewer than N live queue keys were created before its
+ * own. No transaction races another: the order is etcd's create revision,
+ * and a rank only falls. Release revokes the lease (the key goes with it); a
+ * holder or waiter that dies stops renewing, and etcd deletes its key when
+ * the lease lapses.
  *
- * A node that finds every slot held watches the slot prefix from the
- * revision it listed (no gap, no polling) and tries a slot the moment a
- * delete arrives, after a random delay so that the whole fleet does not race
- * for the same freed slot; a waiter that sees the slot taken before its delay
- * ends does not try, and each lost race doubles its spread.
+ * A waiter lists the keys ahead of it (newest first, at most N + 2H) in one
+ * read-only transaction that also checks that its own key still exists. Near
+ * the front (fewer keys ahead than that) it watches the queue's deletes from
+ * the listed revision (no gap, no polling) and counts them down; its own
+ * key's delete (a lapsed lease) ends the wait. Further back it follows the
+ * key H places ahead of it and lists again when that key announces it is
+ * near the front (rank < N + H, one guarded put) or goes away: a hand-over
+ * wakes about 2H waiters, not the whole fleet.
  */
-import type { Etcd3, IKeyValue, Lease, Watcher } from 'etcd3';
+import { Range, type Etcd3, type IKeyValue, type Lease, type Watcher } from 'etcd3';
 import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import { unavailable } from './client.js';
-import { fleetKeys, slotIndex } from './keys.js';
+import { fleetKeys } from './keys.js';
+import { decodeEntry, encodeEntry, isNear, listLimit, place, type AheadKey } from './queue.js';
 
 export interface EtcdSlotsDeps {
   readonly client: Etcd3;
-  /** The key prefix, ending in '/': slots live under `<prefix>slots/`. */
+  /** The key prefix, ending in '/': the queue lives under `<prefix>queue/`. */
   readonly prefix: string;
-  /** This node's name, the slot key's value (who holds it). */
+  /** This node's name, in its queue key's value (who waits or holds). */
   readonly holder: string;
   /** The slot lease's TTL: how long a dead holder keeps its slot. */
   readonly ttlSeconds: number;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly random?: () => number;
-  /** A freed slot is tried after a random delay in [0, wakeSpreadMs × 2^lost races). Default 20 ms. */
-  readonly wakeSpreadMs?: number;
+  /**
+   * A waiter that joins with k > N + 2H keys ahead first looks where it
+   * stands after (k - N - 2H) x this many ms: the start-up burst is spread,
+   * the waiters near the front are served first. Default 1 ms (a rank is
+   * reached no sooner than one hand-over per rank ahead).
+   */
+  readonly followSpreadMs?: number;
 }
 
 interface Held {
@@ -41,23 +51,10 @@ interface Held {
 }
 
 export class EtcdSlots {
-  private readonly random: () => number;
+  constructor(private readonly d: EtcdSlotsDeps) {}
 
-  constructor(private readonly d: EtcdSlotsDeps) {
-    this.random = d.random ?? Math.random;
-  }
-
-  get slotPrefix(): string {
-    return fleetKeys(this.d.prefix).slots;
-  }
-
-  slotKey(i: number): string {
-    return `${this.slotPrefix}${i}`;
-  }
-
-  /** The slot index of a key under the prefix; undefined for anything else. */
-  private indexOf(key: string): number | undefined {
-    return slotIndex(this.slotPrefix, key);
+  get queuePrefix(): string {
+    return fleetKeys(this.d.prefix).queue;
   }
 
   /** Takes a slot (waiting as long as it takes), runs fn, releases the slot, also when fn throws. */
@@ -70,13 +67,22 @@ export class EtcdSlots {
     }
   }
 
-  /** Who holds which slot now. */
-  async holders(): Promise<Record<string, string>> {
+  /**
+   * The queue as etcd has it now, oldest first: with N slots, the first N
+   * hold one (or are about to learn so), the rest wait.
+   */
+  async queue(): Promise<{ key: string; node: string; near: boolean }[]> {
     try {
-      return await this.d.client.getAll().prefix(this.slotPrefix).strings();
+      const res = await this.d.client.getAll().prefix(this.queuePrefix).sort('Create', 'Ascend').exec();
+      return res.kvs.map((kv) => ({ key: kv.key.toString(), ...decodeEntry(kv.value.toString()) }));
     } catch (err) {
-      throw unavailable(err, 'listing the slots');
+      throw unavailable(err, 'listing the slot queue');
     }
+  }
+
+  /** Who holds a slot now, with N slots: queue key -> node, the N oldest keys. */
+  async holders(n: number): Promise<Record<string, string>> {
+    return Object.fromEntries((await this.queue()).slice(0, n).map((e) => [e.key, e.node]));
   }
 
   private async acquire(n: number, signal: AbortSignal): Promise<Held> {
@@ -122,84 +128,122 @@ export class EtcdSlots {
     void lease.revoke().catch(() => lease.release());
   }
 
-  /** One transaction: slot `key` becomes ours only if nobody holds it. */
-  private async tryTake(key: string, leaseId: string): Promise<boolean> {
-    const { client, holder } = this.d;
-    try {
-      const res = await client
-        .if(key, 'Create', '==', 0)
-        .then(client.put(key).value(holder).lease(leaseId))
-        .commit();
-      return res.succeeded;
-    } catch (err) {
-      throw unavailable(err, `taking slot ${key}`);
-    }
-  }
-
-  /**
-   * Lists the slots, tries a free one; when none is free (or the race is
-   * lost), watches from the listed revision until a take succeeds.
-   */
+  /** Puts this node's queue key (bound to the lease); resolves with it once fewer than n keys are ahead. */
   private async take(
     n: number,
     leaseId: string,
     signal: AbortSignal,
     setOnLost: (f: (err: Error) => void) => void,
   ): Promise<string> {
-    const { client } = this.d;
-    const held = new Set<number>();
-    let revision: string;
+    const { client, holder } = this.d;
+    const key = `${this.queuePrefix}${leaseId}`;
+    // One transaction: our key, and how many keys the queue has with it (ours is the newest).
+    const all = Range.prefix(this.queuePrefix);
+    let res;
     try {
-      const res = await client.getAll().prefix(this.slotPrefix).exec();
-      revision = res.header.revision;
-      for (const kv of res.kvs) {
-        const i = this.indexOf(kv.key.toString());
-        if (i !== undefined) held.add(i);
-      }
+      res = await client
+        .if(key, 'Create', '==', 0)
+        .then(
+          client
+            .put(key)
+            .value(encodeEntry({ node: holder, near: false }))
+            .lease(leaseId),
+          {
+            request_range: { key: all.start, range_end: all.end, count_only: true },
+          },
+        )
+        .commit();
     } catch (err) {
-      throw unavailable(err, 'listing the slots');
+      throw unavailable(err, 'joining the slot queue');
     }
-    const free = this.freeSlots(n, held);
-    if (free.length > 0 && (await this.tryTake(this.slotKey(free[0]!), leaseId)))
-      return this.slotKey(free[0]!);
-    return this.wait(n, leaseId, held, String(BigInt(revision) + 1n), signal, setOnLost);
+    if (!res.succeeded) throw new SpcdError('INTERNAL', `slot queue key ${key} already exists`, { key });
+    // a new key: the transaction's revision is its create revision
+    const me = { key, leaseId, mine: res.header.revision };
+    const count = Number(res.responses[1]?.response_range?.count);
+    const ahead = Number.isInteger(count) && count > 0 ? count - 1 : Infinity; // Infinity: look first
+    return this.wait(n, me, ahead, signal, setOnLost);
   }
 
-  /** Free slot indexes below n, starting at a random one (nodes spread over the slots). */
-  private freeSlots(n: number, held: ReadonlySet<number>): number[] {
-    const start = Math.floor(this.random() * n);
-    const out: number[] = [];
-    for (let k = 0; k < n; k++) {
-      const i = (start + k) % n;
-      if (!held.has(i)) out.push(i);
+  /**
+   * One read-only transaction: the keys created before ours, newest first, at
+   * most listLimit(n) of them, and only while our key is still the one we put.
+   */
+  private async listAhead(
+    n: number,
+    me: Mine,
+  ): Promise<{ ahead: AheadKey[]; more: boolean; revision: string }> {
+    const { client } = this.d;
+    let res;
+    try {
+      res = await client
+        .if(me.key, 'Create', '==', me.mine)
+        .then(
+          client
+            .getAll()
+            .prefix(this.queuePrefix)
+            .maxCreateRevision(String(BigInt(me.mine) - 1n))
+            .sort('Create', 'Descend')
+            .limit(listLimit(n)),
+        )
+        .commit();
+    } catch (err) {
+      throw unavailable(err, 'listing the slot queue');
     }
-    return out;
+    if (!res.succeeded) throw gone(me.key);
+    const range = res.responses[0]!.response_range;
+    return {
+      ahead: range.kvs.map((kv) => ({ key: kv.key.toString(), value: kv.value.toString() })),
+      more: range.more,
+      revision: res.header.revision,
+    };
   }
 
+  /** Marks our key near the front (one guarded put): whoever follows it looks again. */
+  private async announce(me: Mine): Promise<void> {
+    const { client, holder } = this.d;
+    let res;
+    try {
+      res = await client
+        .if(me.key, 'Create', '==', me.mine)
+        .then(
+          client
+            .put(me.key)
+            .value(encodeEntry({ node: holder, near: true }))
+            .lease(me.leaseId),
+        )
+        .commit();
+    } catch (err) {
+      throw unavailable(err, 'announcing a place near the front of the slot queue');
+    }
+    if (!res.succeeded) throw gone(me.key);
+  }
+
+  /** Waits for a slot; `aheadAtJoin` (the keys ahead when ours was put) admits at once when below n. */
   private wait(
     n: number,
-    leaseId: string,
-    held: Set<number>,
-    fromRevision: string,
+    me: Mine,
+    aheadAtJoin: number,
     signal: AbortSignal,
     setOnLost: (f: (err: Error) => void) => void,
   ): Promise<string> {
     const { client, clock, log } = this.d;
-    const spread = this.d.wakeSpreadMs ?? 20;
-    let losses = 0;
+    let cancelLater: (() => void) | undefined;
     let settled = false;
-    let trying = false;
-    let cancelTimer: (() => void) | undefined;
-    let disconnected = false;
-    const watcher: Watcher = client.watch().prefix(this.slotPrefix).startRevision(fromRevision).watcher();
+    let watcher: Watcher | undefined;
+    let announced = false;
 
     return new Promise<string>((resolve, reject) => {
+      const stopWatch = (): void => {
+        const w = watcher;
+        watcher = undefined;
+        void w?.cancel().catch(() => undefined);
+      };
       const finish = (v: string | SpcdError): void => {
         if (settled) return;
         settled = true;
-        cancelTimer?.();
         signal.removeEventListener('abort', onAbort);
-        void watcher.cancel().catch(() => undefined);
+        cancelLater?.();
+        stopWatch();
         if (typeof v === 'string') resolve(v);
         else reject(v);
       };
@@ -207,62 +251,77 @@ export class EtcdSlots {
       signal.addEventListener('abort', onAbort, { once: true });
       setOnLost((err) => finish(unavailable(err, 'the slot lease was lost while waiting')));
 
-      const attempt = (): void => {
-        cancelTimer = undefined;
-        if (settled || trying) return;
-        const free = this.freeSlots(n, held);
-        if (free.length === 0) return;
-        const key = this.slotKey(free[0]!);
-        trying = true;
-        this.tryTake(key, leaseId).then(
-          (ok) => {
-            trying = false;
-            if (ok && settled) this.d.log.debug({ slot: key }, 'slot taken after the wait ended');
-            else if (ok) finish(key);
-            else {
-              losses = Math.min(losses + 1, 10);
-              consider(); // the watch brings who took it
-            }
-          },
-          (err: unknown) => {
-            trying = false;
-            finish(unavailable(err, `taking slot ${key}`));
-          },
-        );
+      const near = (ahead: number): void => {
+        if (announced || !isNear(n, ahead)) return;
+        announced = true;
+        this.announce(me).catch((err: unknown) => finish(err as SpcdError));
       };
-      /** Schedules one try when a slot below n is free by what the watch says. */
-      const consider = (): void => {
-        if (settled || trying) return;
-        if (this.freeSlots(n, held).length === 0) {
-          cancelTimer?.();
-          cancelTimer = undefined;
-          return;
-        }
-        if (cancelTimer) return;
-        const delay = Math.floor(this.random() * spread * 2 ** losses);
-        cancelTimer = clock.setTimer(Math.max(1, delay), attempt);
+      const watch = (w: Watcher): void => {
+        watcher = w;
+        w.on('error', (err) => finish(unavailable(err, 'watching the slot queue')));
+        // etcd3 resumes a dropped watch from the last revision it saw: nothing is missed.
+        w.on('disconnected', () => log.info('slot queue watch disconnected; resuming'));
       };
-      const seen = (kv: IKeyValue, present: boolean): void => {
-        const i = this.indexOf(kv.key.toString());
-        if (i === undefined) return;
-        if (present) held.add(i);
-        else held.delete(i);
-        consider();
+      const look = (): void => {
+        stopWatch();
+        if (settled) return;
+        this.listAhead(n, me).then(({ ahead, more, revision }) => {
+          if (settled) return;
+          const p = place(n, ahead, more);
+          const from = String(BigInt(revision) + 1n);
+          if (p.kind === 'admitted') {
+            near(ahead.length); // a follower of ours may be waiting for it
+            return finish(me.key);
+          }
+          if (p.kind === 'follow') {
+            const w = client.watch().key(p.key).startRevision(from).watcher();
+            const moved = (): void => {
+              if (watcher === w) look();
+            };
+            w.on('put', (kv: IKeyValue) => {
+              if (decodeEntry(kv.value.toString()).near) moved();
+            });
+            w.on('delete', moved);
+            return watch(w);
+          }
+          const left = new Set(p.ahead);
+          const w = client.watch().prefix(this.queuePrefix).startRevision(from).only('delete').watcher();
+          w.on('delete', (kv: IKeyValue) => {
+            const k = kv.key.toString();
+            if (k === me.key) return finish(gone(me.key));
+            if (!left.delete(k)) return;
+            near(left.size);
+            if (left.size < n) finish(me.key);
+          });
+          watch(w);
+          near(left.size);
+        }, finish);
       };
-      watcher.on('put', (kv) => seen(kv, true));
-      watcher.on('delete', (kv) => seen(kv, false));
-      watcher.on('disconnected', () => {
-        disconnected = true;
+      if (aheadAtJoin < n) {
+        near(aheadAtJoin);
+        finish(me.key);
+        return;
+      }
+      const later = (aheadAtJoin - listLimit(n)) * (this.d.followSpreadMs ?? 1);
+      if (!(later > 0 && later < 60_000)) return look();
+      cancelLater = clock.setTimer(later, () => {
+        cancelLater = undefined;
+        look();
       });
-      watcher.on('connected', () => {
-        if (!disconnected) return;
-        disconnected = false;
-        // etcd3 resumes from the last revision seen: nothing was missed; look again anyway.
-        log.info('slot watch reconnected');
-        consider();
-      });
-      watcher.on('error', (err) => finish(unavailable(err, 'watching the slots')));
-      consider();
     });
   }
+}
+
+interface Mine {
+  /** Our queue key, its create revision, the lease it is bound to. */
+  readonly key: string;
+  readonly mine: string;
+  readonly leaseId: string;
+}
+
+function gone(key: string): SpcdError {
+  return new SpcdError('ETCD_UNAVAILABLE', `etcd: the slot queue key ${key} is gone (its lease lapsed)`, {
+    during: 'waiting for a slot',
+    key,
+  });
 }

@@ -83,7 +83,7 @@ describe('spcd --etcd-endpoints', { timeout: 150_000 }, () => {
         expect(c.Config.Image).toBe('spcd-demo/service:2');
         expect(c.State.Running).toBe(true);
       }
-      expect(await admin.getAll().prefix(`${PREFIX}slots/`).keys()).toEqual([]);
+      expect(await admin.getAll().prefix(`${PREFIX}queue/`).keys()).toEqual([]);
     } finally {
       admin.close();
     }

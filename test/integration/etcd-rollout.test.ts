@@ -72,6 +72,37 @@ describe('a rollout through a real 3-member etcd cluster', () => {
     await waitFor('every slot released', async () => Object.keys(await f.slotHolders()).length === 0);
   });
 
+  it('a long queue: waiters far back follow a key ahead, and one leaving the middle stalls nobody', async () => {
+    let open!: () => void;
+    const go = new Promise<void>((r) => (open = r));
+    const f = fleet({ apply: () => go.then(() => sleep(20)) });
+    const nodes = names(14, 'q');
+    for (const node of nodes) await f.add(node);
+    await f.publish('images: { svc: "img:2" }\nrollout: { id: r-q, maxConcurrent: 2 }\n');
+    // N = 2, H = 2: a waiter with more than N + 2H = 6 keys ahead follows the key 2 places ahead.
+    const slots = f.nodes[0]!.backend.slots;
+    await waitFor('every node in the queue', async () => (await slots.queue()).length === nodes.length, {
+      timeoutMs: 30_000,
+    });
+    await waitFor('two upgrading', () => f.started.length === 2, { timeoutMs: 30_000 });
+    const queue = (await slots.queue()).map((e) => e.node);
+    expect(await slots.holders(2)).toEqual(
+      Object.fromEntries((await slots.queue()).slice(0, 2).map((e) => [e.key, e.node])),
+    );
+    expect([...f.started].sort()).toEqual(queue.slice(0, 2).sort());
+    // The waiters 5th and 9th in line leave (their leases revoked): the 7th and 11th followed them.
+    const leaving = [queue[5]!, queue[9]!];
+    await Promise.all(f.nodes.filter((x) => leaving.includes(x.name)).map((x) => x.runner.stop()));
+    await waitFor('the leavers out of the queue', async () => (await slots.queue()).length === 12);
+    open();
+    const staying = nodes.filter((x) => !leaving.includes(x));
+    await allReport(f, staying, 'done');
+    expect([...f.applied].sort()).toEqual([...staying].sort());
+    expect(f.maxInFlight).toBeLessThanOrEqual(2);
+    expect(f.started.filter((x) => leaving.includes(x))).toEqual([]);
+    await waitFor('the queue empty', async () => (await slots.queue()).length === 0);
+  }, 120_000);
+
   it('completes when the leader, the member every write goes through, is SIGKILLed mid-rollout', async () => {
     const f = fleet({ apply: () => sleep(300) });
     const nodes = names(6, 'b');

@@ -204,7 +204,11 @@ export class EtcdCluster {
     ).then((v) => v - 1);
   }
 
-  /** Prometheus metrics of every running member, summed by metric name and grpc_type (e.g. `grpc_server_handled_total/unary`). */
+  /**
+   * Prometheus metrics of every running member, summed by metric name and
+   * grpc_type (e.g. `grpc_server_handled_total/unary`), and by name, type and
+   * method (`grpc_server_handled_total/unary/Txn`).
+   */
   async metrics(): Promise<Map<string, number>> {
     const out = new Map<string, number>();
     for (let i = 0; i < this.size; i++) {
@@ -216,11 +220,26 @@ export class EtcdCluster {
         const m = /^(grpc_server_[a-z_]+)\{([^}]*)\} ([0-9.e+]+)$/.exec(line);
         if (!m) continue;
         const type = /grpc_type="([a-z_]+)"/.exec(m[2]!)?.[1] ?? '';
-        const k = `${m[1]}/${type}`;
-        out.set(k, (out.get(k) ?? 0) + Number(m[3]));
+        const method = /grpc_method="([A-Za-z]+)"/.exec(m[2]!)?.[1] ?? '';
+        for (const k of [`${m[1]}/${type}`, `${m[1]}/${type}/${method}`])
+          out.set(k, (out.get(k) ?? 0) + Number(m[3]));
       }
     }
     return out;
+  }
+
+  /** CPU seconds (user + system) each running member has used so far, from /proc (0 where unreadable). */
+  cpuSeconds(): number[] {
+    const tick = 100; // USER_HZ on Linux
+    return this.members.map((m) => {
+      try {
+        const stat = readFileSync(`/proc/${m.proc?.pid}/stat`, 'utf8');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return (Number(f[11]) + Number(f[12])) / tick; // utime, stime
+      } catch {
+        return 0;
+      }
+    });
   }
 
   /** The tail of each member's log (for a failure message). */

@@ -8,6 +8,7 @@
 import type { Etcd3 } from 'etcd3';
 import { pino } from 'pino';
 import { connectEtcd } from '../../agent/etcd/client.js';
+import { decodeEntry } from '../../agent/etcd/queue.js';
 import { EtcdRolloutBackend } from '../../agent/etcd/rollout-backend.js';
 import { phaseFromJson } from '../../agent/rollout/records.js';
 import type { Logger } from '../../agent/log.js';
@@ -33,7 +34,6 @@ export interface EtcdFleetOptions {
   readonly slotTtlSeconds?: number;
   readonly callTimeoutMs?: number;
   readonly recheckMs?: number;
-  readonly wakeSpreadMs?: number;
   readonly defaultMaxConcurrent?: number;
   /** Clients shared by the nodes (round robin) instead of one each: for a bench of many nodes. Closed by the caller. */
   readonly clientPool?: readonly Etcd3[];
@@ -87,7 +87,6 @@ export class EtcdFleet {
       slotTtlSeconds: o.slotTtlSeconds ?? 2,
       clock: systemClock,
       log,
-      wakeSpreadMs: o.wakeSpreadMs ?? 10,
       retryMs: 300,
     });
     const runner = new RolloutRunner({
@@ -140,9 +139,10 @@ export class EtcdFleet {
     return out;
   }
 
-  /** Slot key -> holder, as etcd has it now. */
+  /** The slot queue as etcd has it now (queue key -> node, waiting or holding). */
   async slotHolders(): Promise<Record<string, string>> {
-    return this.admin.getAll().prefix(`${this.o.prefix}slots/`).strings();
+    const all = await this.admin.getAll().prefix(`${this.o.prefix}queue/`).strings();
+    return Object.fromEntries(Object.entries(all).map(([k, v]) => [k, decodeEntry(v).node]));
   }
 
   async stop(): Promise<void> {

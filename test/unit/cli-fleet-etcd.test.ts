@@ -23,15 +23,16 @@ const where = { endpoints: ['http://10.0.0.1:2379'], prefix: P };
 const cli = (args: string[]) => runSpcctl(args);
 
 /** The etcd boundary: the keys a cluster holds, read by prefix at one revision. */
-function fakeEtcd(keys: Record<string, string>, revision = '42') {
+/** Each key's create revision: its place in `keys` unless `created` names it. */
+function fakeEtcd(keys: Record<string, string>, revision = '42', created: Record<string, number> = {}) {
   const reads: string[] = [];
   const read = async (prefix: string) => {
     reads.push(prefix);
     return {
       revision,
       kvs: Object.entries(keys)
-        .filter(([k]) => k.startsWith(prefix))
-        .map(([key, value]) => ({ key, value })),
+        .map(([key, value], i) => ({ key, value, createRevision: String(created[key] ?? i + 1) }))
+        .filter(({ key }) => key.startsWith(prefix)),
     };
   };
   return { read, reads };
@@ -60,8 +61,8 @@ const FLEET: Record<string, string> = Object.fromEntries([
   phase('compute-5', 'rolled-back', { reason: 'UPGRADE_FAILED' }),
   phase('compute-6', 'done', { rollout: 'nova-29' }),
   [`${P}nodes/compute-7`, 'not json'], // unreadable: skipped, as the runner skips it
-  [`${P}slots/0`, 'compute-2'],
-  [`${P}slots/queue/compute-3`, '{}'], // not a slot key
+  [`${P}queue/694d1f`, JSON.stringify({ node: 'compute-2' })],
+  [`${P}slots/0`, 'compute-8'], // not a queue key (the layout before decision 0029)
   [
     '/other/nodes/compute-9',
     JSON.stringify({ node: 'compute-9', rollout: 'nova-30', phase: 'failed', since: 0 }),
@@ -94,8 +95,34 @@ describe('the fleet view from etcd records', () => {
       '  compute-5  rolled-back  UPGRADE_FAILED  for 90s',
     ]);
     expect(lines[7]).toBe('1 node(s) last reported on another rollout');
-    expect(s.slots).toEqual([{ name: `${P}slots/0`, holder: 'compute-2', renewedAt: null }]);
+    expect(s.slots).toEqual([{ name: `${P}queue/694d1f`, holder: 'compute-2', renewedAt: null }]);
     expect(s.nodes.map((n) => n.node)).toEqual([0, 1, 2, 3, 4, 5, 6].map((i) => `compute-${i}`));
+  });
+
+  it('shows as holders the N oldest queue keys by create revision, or the upgrading ones when N is not named', async () => {
+    const doc = (rollout: string): Record<string, string> => ({
+      [`${P}desired`]: `images: { svc: "img:2" }\nrollout: ${rollout}\n`,
+      [`${P}queue/a`]: JSON.stringify({ node: 'compute-a' }),
+      [`${P}queue/b`]: JSON.stringify({ node: 'compute-b', near: true }),
+      [`${P}queue/c`]: 'compute-c', // written by hand: the text names the node
+      [`${P}nodes/compute-c`]: JSON.stringify({
+        node: 'compute-c',
+        rollout: 'r',
+        phase: 'upgrading',
+        since: 0,
+      }),
+    });
+    // created c, then a, then b: the keys' order in the listing is not their rank
+    const created = { [`${P}queue/c`]: 7, [`${P}queue/a`]: 9, [`${P}queue/b`]: 12 };
+    const two = await readEtcdFleetStatus(
+      fakeEtcd(doc('{ id: r, maxConcurrent: 2 }'), '50', created).read,
+      where,
+      NOW,
+    );
+    expect(two.slots.map((x) => x.holder)).toEqual(['compute-a', 'compute-c']);
+    expect(formatFleetStatus(two).split('\n')).toContain('slots held: compute-a, compute-c');
+    const unnamed = await readEtcdFleetStatus(fakeEtcd(doc('{ id: r }'), '50', created).read, where, NOW);
+    expect(unnamed.slots.map((x) => x.holder)).toEqual(['compute-c']);
   });
 
   it('carries where it was read in the JSON: backend, endpoints, prefix, desired key, revision', async () => {
