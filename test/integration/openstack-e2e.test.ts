@@ -76,7 +76,7 @@ import {
   uploadGuest,
 } from '../e2e/openstack-vm-net.js';
 import { SpcdActions, type SpcdControl } from '../e2e/openstack-actions.js';
-import { restartHealthy, setMembers, setTargets, upgradeSet } from '../e2e/openstack-control-steps.js';
+import * as cs from '../e2e/openstack-control-steps.js';
 import type { PingWindow } from '../e2e/ping-log.js';
 import {
   computeUpSince,
@@ -101,9 +101,8 @@ import { waitFor } from '../support/wait.js';
  */
 const LB_AGENT_STEPS = process.env.SPCD_E2E_LB_AGENT_STEPS === '1';
 const EXTERNAL_CONTROL = process.env.SPCD_E2E_OPENSTACK_CONTROL === 'external';
-/** Step 8's containers (every one of the control and network sets) and step 9's set. */
-const CONTROL = EXTERNAL_CONTROL ? [] : [CONTROL_SET, NETWORK_SET].flatMap((f) => setMembers(f).containers);
-const COMPUTE = setMembers(COMPUTE_SET);
+/** Step 8's containers (all of the control and network sets) and step 9's set. */
+const { control: CONTROL, compute: COMPUTE } = cs.stepMembers(EXTERNAL_CONTROL);
 const STEPS = (LB_AGENT_STEPS ? 7 : 5) + CONTROL.length + 1;
 const VMS = 2;
 const SPCD_ARGS = ['--templates', join(REPO, 'templates'), '--gate-deadline', '600s'];
@@ -403,13 +402,13 @@ describe.runIf(CONTROL_READY)(
       '8: restart each control container, each until spcd reports it healthy',
       async () => {
         for (const c of CONTROL)
-          await step(`control-restart-${c}`, () => restartHealthy(ctl, actions, name(c)));
+          await step(`control-restart-${c}`, () => cs.restartControl(ctl, actions, os, name(c), c));
       },
       CONTROL.length * 1_200_000,
     );
     it('9: upgrade the whole compute set, every member to its image plus one label', async () => {
-      const images = await setTargets(ctl, COMPUTE.containers.map(name), 'set');
-      await step('compute-set-upgrade', () => upgradeSet(ctl, COMPUTE.set, images));
+      const images = await cs.setTargets(ctl, COMPUTE.containers.map(name), 'set');
+      await step('compute-set-upgrade', () => cs.upgradeSet(ctl, COMPUTE.set, images));
     }, 2_400_000);
 
     it('not one VM packet lost through the steps, each direction counted in its guest', async () => {
