@@ -193,7 +193,9 @@ export async function setTargets(
  * member's image): spcd upgrades them one by one in depends_on order, each
  * its own health-gated transaction. Checks each member runs its target at
  * a later generation; the figures are each member's stop -> running and
- * stop -> healthy (its upgrade-step events), in the order spcd went.
+ * stop -> healthy (its upgrade-step events), in the order spcd went. The
+ * step's stop is the first member's; nova-compute's heartbeat is awaited
+ * after the last member's (upSince).
  */
 export async function upgradeSet(
   c: SpcdControl,
@@ -247,6 +249,8 @@ export async function upgradeSet(
   const total = ((fin.at - figures[0]!.stop) / 1000).toFixed(2);
   return {
     stopAt: figures[0]!.stop,
+    // nova-compute's heartbeat must come after the whole set changed, not only after the first stop.
+    upSince: figures.at(-1)!.stop,
     libvirtStopped: Object.keys(images).includes(c.libvirt()),
     spcd: `set=${set} first_stop_to_done_s=${total} ${figures.map((f) => f.line).join(' ')}${census ? ` census=${census.outcome}:${census.detail}` : ''}`,
   };

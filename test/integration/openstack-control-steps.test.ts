@@ -86,6 +86,12 @@ describe('the e2e step helpers on a real spcd', () => {
     expect(a.spcd.indexOf(`${n('db')}:spcd-demo/service:1->`)).toBeGreaterThan(0);
     expect(a.spcd.indexOf(`${n('db')}:`)).toBeLessThan(a.spcd.indexOf(`${n('api')}:`));
     expect(a.spcd.match(/stop_to_healthy_s=/g)?.length).toBe(2);
+    // The first member's stop opens the step; the last one's is when the whole set had changed.
+    const stops = tap!.events.filter(
+      (e) => e.type === 'upgrade-step' && e.step === 'stop-old' && e.outcome === 'begin',
+    );
+    expect(a.upSince).toBe(stops.at(-1)!.at);
+    expect(a.upSince!).toBeGreaterThan(a.stopAt);
     expect((await api.container(n('api'))).generation).toBe(before.generation + 2);
   }, 240_000);
 });
