@@ -250,6 +250,13 @@ export class SpcdApi {
     ).generations;
   }
 
+  /** Any read route's JSON answer (200 only). */
+  async get<T>(path: string): Promise<T> {
+    const a = await call(this.socket, 'GET', path);
+    if (a.status !== 200) throw new Error(`GET ${path}: ${a.status} ${a.text}`);
+    return a.json() as T;
+  }
+
   /** POSTs a verb; returns the operation id of the 202 answer. */
   async post(path: string, body: object): Promise<string> {
     const a = await call(this.socket, 'POST', path, body);

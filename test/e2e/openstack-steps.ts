@@ -27,6 +27,8 @@ export interface Acted {
   readonly spcd: string;
   /** The libvirt container was stopped in this step (its API window counts). */
   readonly libvirtStopped: boolean;
+  /** nova-compute must show a heartbeat after this (epoch ms; default stopAt): a set upgrade's last stop. */
+  readonly upSince?: number;
 }
 
 export interface StepResult {
@@ -139,7 +141,7 @@ export async function runStep(
       // (nova-compute disables itself while its libvirt connection is lost).
       await waitFor(
         'nova-compute up and enabled with a heartbeat after the stop',
-        () => poller.first(a.stopAt, true),
+        () => poller.first(a.upSince ?? a.stopAt, true),
         {
           timeoutMs: ctx.deadlineMs,
           intervalMs: 500,
@@ -148,8 +150,9 @@ export async function runStep(
     } finally {
       await poller.stop();
     }
-    r.computeUpS = ((poller.first(a.stopAt, false) ?? Number.NaN) - a.stopAt) / 1000;
-    r.computeEnabledS = ((poller.first(a.stopAt, true) ?? Number.NaN) - a.stopAt) / 1000;
+    const since = a.upSince ?? a.stopAt;
+    r.computeUpS = ((poller.first(since, false) ?? Number.NaN) - a.stopAt) / 1000;
+    r.computeEnabledS = ((poller.first(since, true) ?? Number.NaN) - a.stopAt) / 1000;
     if (a.libvirtStopped) {
       const w = await waitFor(
         'the libvirt API probe to see the API back',

@@ -157,6 +157,29 @@ export async function networkCheck(c: NetCheckContext): Promise<{ failures: stri
 }
 
 /**
+ * The network check until it passes (every 2 s, up to `timeoutMs`): a
+ * restarted Linux bridge agent asks Neutron for its ports' details again (ML2
+ * sets them BUILD) and reports them up once its rules are in place. Returns
+ * the passing check, or the last one at the deadline (a check that threw
+ * counts as failing), and how long it took.
+ */
+export async function networkSettled(
+  check: () => ReturnType<typeof networkCheck>,
+  timeoutMs = 300_000,
+): Promise<{ failures: string[]; line: string; afterS: number }> {
+  const t0 = Date.now();
+  // A check that throws (Neutron's API answering 500) is a failing check.
+  const once = (): ReturnType<typeof networkCheck> =>
+    check().catch((e: Error) => ({ failures: [e.message], line: `network check failed: ${e.message}` }));
+  let c = await once();
+  while (c.failures.length && Date.now() - t0 < timeoutMs) {
+    await new Promise((r) => setTimeout(r, 2000));
+    c = await once();
+  }
+  return { ...c, afterS: (Date.now() - t0) / 1000 };
+}
+
+/**
  * Deletes the run's ports and network once Nova released the ports (the
  * servers are being deleted), then waits for the agents to take down what
  * they made (the qdhcp namespace, the taps); what remains is removed by

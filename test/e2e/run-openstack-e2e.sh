@@ -4,7 +4,8 @@
 # the test; all cached by input hash), runs
 # test/integration/openstack-e2e.test.ts through vitest, and prints the total
 # time and the summary line LAST:
-#   openstack_vms_survived=K/N nova_managed_after=0|1 census_mismatches=M max_libvirt_window_s=X max_compute_up_s=Y network_ok=S/5 (S/7 with SPCD_E2E_LB_AGENT_STEPS=1) vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G
+#   openstack_vms_survived=K/N nova_managed_after=0|1 census_mismatches=M max_libvirt_window_s=X max_compute_up_s=Y network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G
+#   (T checked steps: 5, plus 2 with SPCD_E2E_LB_AGENT_STEPS=1, plus one per control container, plus the compute-set upgrade; N = 2 T)
 # Exit status: vitest's (0 when every test passed), non-zero on any lost VM or lost ping packet.
 # Environment: SPCD_E2E_CACHE (image/guest cache, default /var/cache/spcd-e2e),
 #   SPCD_E2E_FORCE=1 (rebuild the images and the guest).

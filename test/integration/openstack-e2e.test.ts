@@ -17,7 +17,9 @@
  *      (after the old container stopped) and starts it again;
  *   6. upgrades the Linux bridge agent to a new image;
  *   7. kills spcd with SIGKILL in the middle of the agent's upgrade, starts it again
- *   (6 and 7 only with SPCD_E2E_LB_AGENT_STEPS=1, see LB_AGENT_STEPS).
+ *   (6 and 7 only with SPCD_E2E_LB_AGENT_STEPS=1, see LB_AGENT_STEPS);
+ *   8. restarts each control container, one window each, until spcd reports it healthy;
+ *   9. upgrades the whole compute set (openstack-control-steps.ts).
  * After each: the same qemu PIDs, no missing console counter value, spcd's
  * domain census without mismatch, both VMs ACTIVE in Nova, nova-compute up,
  * both ports still ACTIVE with their taps on the bridge. Then every ping
@@ -70,9 +72,11 @@ import {
   bootActive,
   deleteNetwork,
   networkCheck as checkNetwork,
+  networkSettled,
   uploadGuest,
 } from '../e2e/openstack-vm-net.js';
-import { SpcdActions } from '../e2e/openstack-actions.js';
+import { SpcdActions, type SpcdControl } from '../e2e/openstack-actions.js';
+import * as cs from '../e2e/openstack-control-steps.js';
 import type { PingWindow } from '../e2e/ping-log.js';
 import {
   computeUpSince,
@@ -96,11 +100,13 @@ import { waitFor } from '../support/wait.js';
  * lost; the network check fails.
  */
 const LB_AGENT_STEPS = process.env.SPCD_E2E_LB_AGENT_STEPS === '1';
-const STEPS = LB_AGENT_STEPS ? 7 : 5;
+const EXTERNAL_CONTROL = process.env.SPCD_E2E_OPENSTACK_CONTROL === 'external';
+/** Step 8's containers (all of the control and network sets) and step 9's set. */
+const { control: CONTROL, compute: COMPUTE } = cs.stepMembers(EXTERNAL_CONTROL);
+const STEPS = (LB_AGENT_STEPS ? 7 : 5) + CONTROL.length + 1;
 const VMS = 2;
 const SPCD_ARGS = ['--templates', join(REPO, 'templates'), '--gate-deadline', '600s'];
 const T0 = Date.now();
-const EXTERNAL_CONTROL = process.env.SPCD_E2E_OPENSTACK_CONTROL === 'external';
 /**
  * The proof needs Nova's control services (nova-api, conductor, scheduler,
  * Glance, Neutron's API) in the control set; until the set has a nova-api
@@ -155,13 +161,14 @@ async function startSpcd(env: NodeJS.ProcessEnv = {}): Promise<void> {
   tap = await EventTap.open(sb.socket);
 }
 
-const actions = new SpcdActions({
+const ctl: SpcdControl = {
   api: () => api,
   tap: () => tap!,
   spcd: () => spcd!,
   startSpcd,
   libvirt: () => name('nova_libvirt'),
-});
+};
+const actions = new SpcdActions(ctl);
 const { upgrade, restart, killMidUpgrade } = actions;
 
 beforeAll(async () => {
@@ -254,16 +261,9 @@ beforeAll(async () => {
   console.log(
     `two VMs ACTIVE with their counters in ${((Date.now() - tBoot) / 1000).toFixed(1)} s: ${vms.map((v) => `${v.domain}=${v.qemu.pid}`).join(' ')}`,
   );
-  const plugged = await waitFor(
-    'both VM ports and the DHCP port ACTIVE and plugged into the bridge',
-    async () => {
-      const check = await networkCheck();
-      return check.failures.length === 0 && check;
-    },
-    { timeoutMs: 300_000, intervalMs: 2000 },
-  ).catch(async (e: Error) => {
-    throw new Error(`${e.message}: ${(await networkCheck()).failures.join('; ')}`);
-  });
+  const plugged = await networkSettled(networkCheck);
+  if (plugged.failures.length)
+    throw new Error(`the VM and DHCP ports not ACTIVE on the bridge: ${plugged.failures.join('; ')}`);
   console.log(`network: ${plugged.line}`);
   const tPing = Date.now();
   await waitPinging(pingSources(), 300_000);
@@ -348,24 +348,11 @@ describe.runIf(CONTROL_READY)(
         label,
         act,
       );
-      // The network after the step: ports ACTIVE, taps on the bridge, dnsmasq's
-      // hosts. A restarted Linux bridge agent asks Neutron for its ports'
-      // details again (ML2 sets them BUILD) and reports them up once its
-      // rules are in place: the check waits for that, with a deadline.
-      const tNet = Date.now();
-      let net = await networkCheck();
-      if (net.failures.length)
-        net = await waitFor(
-          'the network check to pass after the step',
-          async () => {
-            const c = await networkCheck();
-            return c.failures.length === 0 && c;
-          },
-          { timeoutMs: 300_000, intervalMs: 2000 },
-        ).catch(() => networkCheck());
+      // The network after the step (ports ACTIVE, taps on the bridge, dnsmasq's hosts), with a deadline.
+      const net = await networkSettled(networkCheck);
       r.failures.push(...net.failures.map((f) => `network: ${f}`));
       if (!net.failures.length) networkOk++;
-      console.log(`${label} network: ok_after_s=${((Date.now() - tNet) / 1000).toFixed(1)} ${net.line}`);
+      console.log(`${label} network: ok_after_s=${net.afterS.toFixed(1)} ${net.line}`);
       windows.push({ name: label, from, to: Date.now() / 1000 });
       results.push(r);
       expect(r.failures, r.failures.join('; ')).toEqual([]);
@@ -411,6 +398,18 @@ describe.runIf(CONTROL_READY)(
         ),
       1_200_000,
     );
+    it.runIf(CONTROL.length > 0)(
+      '8: restart each control container, each until spcd reports it healthy',
+      async () => {
+        for (const c of CONTROL)
+          await step(`control-restart-${c}`, () => cs.restartControl(ctl, actions, os, name(c), c));
+      },
+      CONTROL.length * 1_200_000,
+    );
+    it('9: upgrade the whole compute set, every member to its image plus one label', async () => {
+      const images = await cs.setTargets(ctl, COMPUTE.containers.map(name), 'set');
+      await step('compute-set-upgrade', () => cs.upgradeSet(ctl, COMPUTE.set, images));
+    }, 2_400_000);
 
     it('not one VM packet lost through the steps, each direction counted in its guest', async () => {
       // Every loss before the last step's end is on the consoles once a reply after it came.
