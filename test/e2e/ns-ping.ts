@@ -23,7 +23,7 @@
  * is `missing` (lost). icmp_seq is 16 bits and wraps; numbers are unwrapped.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { waitFor } from '../support/wait.js';
 import { summarizeLines, type PingDirection, type PingLine, type PingWindow } from './ping-log.js';
 
@@ -271,4 +271,25 @@ export class NsPinger {
     };
     return this.stopped;
   }
+}
+
+/**
+ * Pids of an iputils ping with this pinger's `-O` to one of `ips`, anywhere on
+ * the host (nsenter execs ping in place, so the namespace is not on its
+ * command line): none once the pingers stopped.
+ */
+export function pingProcesses(ips: readonly string[]): number[] {
+  const out: number[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    let cmd: string[];
+    try {
+      cmd = readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (/(^|\/)ping$/.test(cmd[0] ?? '') && cmd.includes('-O') && ips.some((ip) => cmd.includes(ip)))
+      out.push(Number(e));
+  }
+  return out;
 }

@@ -4,11 +4,11 @@
  * processes: started, counted, stopped with none left behind.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { NsPinger, parseNsPing, summarizeNsPing, type NsPingOptions } from '../e2e/ns-ping.js';
+import { NsPinger, parseNsPing, pingProcesses, summarizeNsPing, type NsPingOptions } from '../e2e/ns-ping.js';
 import { formatPing } from '../e2e/ping-log.js';
 import { REPO } from '../support/daemon.js';
 import { waitFor } from '../support/wait.js';
@@ -204,7 +204,7 @@ describe('NsPinger', () => {
       expect(p.directions()[0]).toMatchObject({ peer: '127.0.0.1', lost: 0, missing: 0 });
       expect(p.text('127.0.0.1')).toMatch(/packets transmitted/);
       // No `ping -D -O ... 127.0.0.1` anywhere (nsenter execs ping in place: the pid is ping's).
-      expect(pingProcesses('127.0.0.1')).toEqual([]);
+      expect(pingProcesses(['127.0.0.1'])).toEqual([]);
     },
     30_000,
   );
@@ -216,19 +216,4 @@ function hasPing(): boolean {
   } catch {
     return false;
   }
-}
-
-/** Pids of an iputils ping of this pinger's options (`-D -O`) to `ip`. */
-function pingProcesses(ip: string): number[] {
-  const out: number[] = [];
-  for (const e of readdirSync('/proc')) {
-    if (!/^\d+$/.test(e)) continue;
-    try {
-      const cmd = readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0');
-      if (/(^|\/)ping$/.test(cmd[0] ?? '') && cmd.includes('-O') && cmd.includes(ip)) out.push(Number(e));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
 }
