@@ -8,7 +8,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { NsPinger, parseNsPing, pingProcesses, summarizeNsPing, type NsPingOptions } from '../e2e/ns-ping.js';
+import {
+  NsPinger,
+  nsPingArgv,
+  parseNsPing,
+  pingProcesses,
+  summarizeNsPing,
+  type NsPingOptions,
+} from '../e2e/ns-ping.js';
 import { formatPing } from '../e2e/ping-log.js';
 import { REPO } from '../support/daemon.js';
 import { waitFor } from '../support/wait.js';
@@ -178,6 +185,23 @@ describe('NsPinger', () => {
     await expect(p.waitReplyAfter(0, 1000)).rejects.toThrow('Network is unreachable');
     expect((await p.stop()).left).toEqual([]);
   }, 30_000);
+
+  it('the command: nsenter into the namespace file, iputils ping stamped (-D), a line per unanswered probe (-O), no deadline', () => {
+    // `-w` would end ping at the first ICMP error (Destination Host Unreachable
+    // before a guest has its address: seen in the libvirt network test).
+    expect(nsPingArgv('/run/netns/x', '10.0.0.1', 0.2)).toEqual([
+      'nsenter',
+      '--net=/run/netns/x',
+      '--',
+      'ping',
+      '-D',
+      '-O',
+      '-n',
+      '-i',
+      '0.2',
+      '10.0.0.1',
+    ]);
+  });
 
   it('refuses a missing namespace file and an address that is not IPv4', () => {
     expect(() => NsPinger.start(join(dir, 'nope'), ['10.0.0.1'])).toThrow(
