@@ -269,6 +269,38 @@ export class OpenStack {
     return (r.json as { port: { id: string } }).port.id;
   }
 
+  /** The security groups of port `id`. */
+  async portSecurityGroups(id: string): Promise<string[]> {
+    const r = await this.request('network', 'GET', `/v2.0/ports/${id}`);
+    return (r.json as { port: { security_groups?: string[] } }).port.security_groups ?? [];
+  }
+
+  /**
+   * An ingress rule on security group `sg`: ICMP over IPv4 from `cidr`. Returns
+   * the rule's id, or undefined when the group has that rule already (409: not
+   * this caller's to delete).
+   */
+  async allowIcmpFrom(sg: string, cidr: string): Promise<string | undefined> {
+    const rule = {
+      security_group_id: sg,
+      direction: 'ingress',
+      ethertype: 'IPv4',
+      protocol: 'icmp',
+      remote_ip_prefix: cidr,
+    };
+    const r = await this.request('network', 'POST', '/v2.0/security-group-rules', {
+      json: { security_group_rule: rule },
+      ok: [201, 409],
+    });
+    return r.status === 409
+      ? undefined
+      : (r.json as { security_group_rule: { id: string } }).security_group_rule.id;
+  }
+
+  async deleteSecurityGroupRule(id: string): Promise<void> {
+    await this.request('network', 'DELETE', `/v2.0/security-group-rules/${id}`, { ok: [204, 404] });
+  }
+
   async deletePort(id: string): Promise<void> {
     await this.request('network', 'DELETE', `/v2.0/ports/${id}`, { ok: [204, 404] });
   }

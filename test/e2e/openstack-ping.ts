@@ -7,7 +7,9 @@
  * (scripts/libvirt/guest/net), which ConsoleWatch stamps with the host's
  * time. Each step of the test is a named window of host time; the report
  * counts every packet per direction (test/e2e/ping-log.ts) and places each
- * loss in the step it fell in.
+ * loss in the step it fell in. The DHCP agent's qdhcp namespace pings both VMs
+ * too (test/e2e/openstack-ns-ping.ts): those directions are counted apart
+ * (`ns_lost`, `ns_ping_*`).
  */
 import { waitFor } from '../support/wait.js';
 import { formatPing, summarizePing, type PingDirection, type PingWindow } from './ping-log.js';
@@ -26,17 +28,30 @@ export interface PingSource {
   readonly text: () => string;
 }
 
+/** A direction counted elsewhere (the namespace's pinger): who pinged, and its counts. */
+export interface CountedDirection {
+  readonly from: string;
+  readonly d: PingDirection;
+}
+
 export interface PingReport {
-  readonly directions: readonly { from: string; d: PingDirection }[];
+  readonly directions: readonly CountedDirection[];
+  /** Whether the namespace's directions were given (then every line names their losses too). */
+  readonly withNs: boolean;
+  readonly ns: readonly CountedDirection[];
+  readonly nsSent: number;
+  readonly nsLost: number;
   readonly sent: number;
   readonly lost: number;
   readonly maxGapMs: number;
   readonly restarts: number;
-  /** One line per window: its duration and the losses (both directions) in it. */
+  /** One line per window: its duration and the losses (both directions) in it; `ns_lost` the namespace's. */
   readonly stepLines: readonly string[];
   /** Losses per window name (both directions), plus `outside`. */
   readonly lossesByWindow: Readonly<Record<string, number>>;
-  /** `vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G` */
+  /** The same for the namespace's directions. */
+  readonly nsLossesByWindow: Readonly<Record<string, number>>;
+  /** `vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G`, then `ns_ping_sent=N ns_ping_lost=L` when ns was given. */
   readonly summary: string;
 }
 
@@ -47,38 +62,63 @@ function direction(s: PingSource, windows: readonly PingWindow[]): PingDirection
   return d;
 }
 
-/** Pure: the stamped lines and the step windows in, the counts per direction and per step out. */
-export function pingReport(sources: readonly PingSource[], windows: readonly PingWindow[]): PingReport {
+/** Losses per window name over `ds`, every window and `outside` present. */
+function addLosses(ds: readonly CountedDirection[], windows: readonly PingWindow[]): Record<string, number> {
+  const out: Record<string, number> = { outside: 0 };
+  for (const w of windows) out[w.name] = 0;
+  for (const { d } of ds) for (const [w, n] of Object.entries(d.lossesByWindow)) out[w] = (out[w] ?? 0) + n;
+  return out;
+}
+
+/**
+ * Pure: the stamped lines, the step windows and the namespace's directions
+ * (counted with the same windows) in; the counts per direction and per step out.
+ */
+export function pingReport(
+  sources: readonly PingSource[],
+  windows: readonly PingWindow[],
+  ns?: readonly CountedDirection[],
+): PingReport {
   const directions = sources.map((s) => ({ from: s.from, d: direction(s, windows) }));
-  const lossesByWindow: Record<string, number> = { outside: 0 };
-  for (const w of windows) lossesByWindow[w.name] = 0;
-  for (const { d } of directions)
-    for (const [w, n] of Object.entries(d.lossesByWindow)) lossesByWindow[w] = (lossesByWindow[w] ?? 0) + n;
+  const lossesByWindow = addLosses(directions, windows);
+  const nsLossesByWindow = addLosses(ns ?? [], windows);
+  const nsSent = (ns ?? []).reduce((n, x) => n + x.d.sent, 0);
+  const nsLost = (ns ?? []).reduce((n, x) => n + x.d.lost, 0);
   const sent = directions.reduce((n, x) => n + x.d.sent, 0);
   const lost = directions.reduce((n, x) => n + x.d.lost, 0);
   const maxGapMs = Math.max(0, ...directions.map((x) => x.d.maxGapMs));
   const restarts = directions.reduce((n, x) => n + x.d.restarts, 0);
+  const nsPart = (w: string): string => (ns ? ` ns_lost=${nsLossesByWindow[w]}` : '');
   const stepLines = windows.map(
-    (w) => `ping_step step=${w.name} duration_s=${(w.to - w.from).toFixed(1)} lost=${lossesByWindow[w.name]}`,
+    (w) =>
+      `ping_step step=${w.name} duration_s=${(w.to - w.from).toFixed(1)} lost=${lossesByWindow[w.name]}${nsPart(w.name)}`,
   );
   return {
     directions,
+    withNs: ns !== undefined,
+    ns: ns ?? [],
+    nsSent,
+    nsLost,
     sent,
     lost,
     maxGapMs,
     restarts,
     stepLines,
     lossesByWindow,
-    summary: `vm_ping_sent=${sent} vm_ping_lost=${lost} max_ping_gap_ms=${maxGapMs}`,
+    nsLossesByWindow,
+    summary:
+      `vm_ping_sent=${sent} vm_ping_lost=${lost} max_ping_gap_ms=${maxGapMs}` +
+      (ns ? ` ns_ping_sent=${nsSent} ns_ping_lost=${nsLost}` : ''),
   };
 }
 
-/** The report's lines: one per direction (formatPing), one per step, and the losses outside every step. */
+/** The report's lines: one per direction (formatPing; the namespace's after the guests'), one per step, and the losses outside every step. */
 export function reportLines(r: PingReport): string[] {
   return [
-    ...r.directions.map((x) => formatPing(x.from, x.d)),
+    ...[...r.directions, ...r.ns].map((x) => formatPing(x.from, x.d)),
     ...r.stepLines,
-    `ping_outside_steps lost=${r.lossesByWindow.outside ?? 0}`,
+    `ping_outside_steps lost=${r.lossesByWindow.outside ?? 0}` +
+      (r.withNs ? ` ns_lost=${r.nsLossesByWindow.outside ?? 0}` : ''),
   ];
 }
 

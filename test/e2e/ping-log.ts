@@ -50,7 +50,7 @@ export interface PingDirection {
   /** Guest ms of the reply that ended the longest gap. */
   readonly maxGapEndMs: number;
   readonly lostSeqs: readonly number[];
-  /** Host epoch seconds of each loss (stamped logs only), in the order of lostSeqs: see placed in summarizePeer. */
+  /** Host epoch seconds of each loss (stamped logs only), in the order of lostSeqs: see placed in summarizeLines. */
   readonly lostAtS: readonly number[];
   /** Losses per window name, plus `outside` for losses in no window. */
   readonly lossesByWindow: Readonly<Record<string, number>>;
@@ -96,11 +96,20 @@ function clockOffset(lines: readonly PingLine[]): number | undefined {
   return best;
 }
 
-function summarizePeer(
+/**
+ * One peer's lines in the order they were printed, counted: the shared model
+ * of every pinger (the guest's console here, iputils' ping in a namespace in
+ * test/e2e/ns-ping.ts). Sent runs from the first line to the last of each
+ * sequence run; a number skipped is `missing` and lost; a loss is placed in
+ * host time between the replies around it (by sequence number), else by
+ * guestMs mapped to host time.
+ */
+export function summarizeLines(
   peer: string,
   lines: readonly PingLine[],
   windows: readonly PingWindow[],
 ): PingDirection {
+  checkWindows(windows);
   const offsetS = clockOffset(lines);
   if (windows.length > 0 && offsetS === undefined)
     throw new Error(
@@ -180,17 +189,21 @@ function summarizePeer(
   };
 }
 
-/** One summary per peer the log pinged, in the order the peers first appear. */
-export function summarizePing(text: string, windows: readonly PingWindow[] = []): PingDirection[] {
+function checkWindows(windows: readonly PingWindow[]): void {
   for (const w of windows)
     if (!(w.from <= w.to)) throw new Error(`ping window ${w.name}: from ${w.from} is after to ${w.to}`);
+}
+
+/** One summary per peer the log pinged, in the order the peers first appear. */
+export function summarizePing(text: string, windows: readonly PingWindow[] = []): PingDirection[] {
+  checkWindows(windows);
   const byPeer = new Map<string, PingLine[]>();
   for (const l of parsePingLines(text)) {
     const list = byPeer.get(l.peer) ?? [];
     list.push(l);
     byPeer.set(l.peer, list);
   }
-  return [...byPeer].map(([peer, lines]) => summarizePeer(peer, lines, windows));
+  return [...byPeer].map(([peer, lines]) => summarizeLines(peer, lines, windows));
 }
 
 /** `ping from=NAME peer=IP sent=N lost=L max_gap_ms=G losses=window:n,...` */

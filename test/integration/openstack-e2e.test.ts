@@ -23,8 +23,9 @@
  * After each: the same qemu PIDs, no missing console counter value, spcd's
  * domain census without mismatch, both VMs ACTIVE in Nova, nova-compute up,
  * both ports still ACTIVE with their taps on the bridge. Then every ping
- * packet of both directions is counted, each loss placed in its step: one
- * lost packet fails the run.
+ * packet of both directions is counted, each loss placed in its step, and so
+ * is every ping of both VMs from the DHCP agent's qdhcp namespace
+ * (test/e2e/openstack-ns-ping.ts): one lost packet fails the run.
  * Then Nova stops and starts one VM and deletes the other.
  *
  * SPCD_E2E_SUMMARY=FILE: the summary line is written there (npm run e2e:openstack).
@@ -77,6 +78,8 @@ import {
 } from '../e2e/openstack-vm-net.js';
 import { SpcdActions, type SpcdControl } from '../e2e/openstack-actions.js';
 import * as cs from '../e2e/openstack-control-steps.js';
+import { NetnsPing } from '../e2e/openstack-ns-ping.js';
+import { pingProcesses } from '../e2e/ns-ping.js';
 import type { PingWindow } from '../e2e/ping-log.js';
 import {
   computeUpSince,
@@ -139,6 +142,8 @@ let managed = 0;
 /** One window of host time (epoch s) per step: the ping losses are placed in them. */
 const windows: PingWindow[] = [];
 let ping: PingReport | undefined;
+/** Both VMs pinged from the DHCP agent's qdhcp namespace, from the start of the steps to the ping test. */
+let nsPing: NetnsPing | undefined;
 /** Each VM's direction: its stamped console, pinging the other VM's address. */
 const pingSources = (): PingSource[] =>
   vms.map((v, i) => ({ from: v.domain, peer: VM_IPS[1 - i]!, text: () => v.console.pingText() }));
@@ -270,6 +275,20 @@ beforeAll(async () => {
   console.log(
     `both guests ping each other ${((Date.now() - tPing) / 1000).toFixed(1)} s after the ports were up`,
   );
+  await run('bash', [join(REPO, 'scripts/ensure-ping.sh')], 5 * 60_000);
+  const tNs = Date.now();
+  nsPing = await NetnsPing.start({
+    os,
+    netnsDir: hostNet.netnsDir,
+    network: made.network,
+    ports: made.ports,
+    ips: VM_IPS,
+    cidr: NET_CIDR,
+    timeoutMs: 120_000,
+  });
+  console.log(
+    `${nsPing.namespace} pings both VMs ${((Date.now() - tNs) / 1000).toFixed(1)} s after its start`,
+  );
   await vmsh('api-probe', [join(root, 'libvirt'), IMAGE_11, sb.instance]);
 }, 60 * 60_000);
 
@@ -280,10 +299,13 @@ afterAll(async () => {
   // (the summary line keeps vm_ping_lost=nan: the count was not closed).
   if (!ping && windows.length)
     try {
-      for (const l of reportLines(pingReport(pingSources(), windows))) console.log(`(unclosed) ${l}`);
+      const r = pingReport(pingSources(), windows, nsPing?.directions(windows));
+      for (const l of reportLines(r)) console.log(`(unclosed) ${l}`);
     } catch (e) {
       console.log(`ping report: ${(e as Error).message}`);
     }
+  // Before the network goes: its namespace goes with it.
+  if (nsPing) console.log(`ns pingers stopped: ${JSON.stringify(await nsPing.stop())}`);
   // Nova removes what it can; the rest goes by PID and by id.
   if (os) {
     for (const vm of vms) await os.deleteServer(vm.id).catch(() => undefined);
@@ -325,7 +347,7 @@ afterAll(async () => {
   const summary =
     `openstack_vms_survived=${vmSteps}/${STEPS * VMS} nova_managed_after=${managed} census_mismatches=${census} ` +
     `max_libvirt_window_s=${lib.length ? Math.max(...lib).toFixed(2) : 'nan'} max_compute_up_s=${up.length ? Math.max(...up).toFixed(1) : 'nan'} network_ok=${networkOk}/${STEPS} ` +
-    (ping?.summary ?? 'vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan');
+    (ping?.summary ?? 'vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan');
   console.log(summary);
   if (process.env.SPCD_E2E_SUMMARY) writeFileSync(process.env.SPCD_E2E_SUMMARY, `${summary}\n`);
 }, 600_000);
@@ -411,15 +433,22 @@ describe.runIf(CONTROL_READY)(
       await step('compute-set-upgrade', () => cs.upgradeSet(ctl, COMPUTE.set, images));
     }, 2_400_000);
 
-    it('not one VM packet lost through the steps, each direction counted in its guest', async () => {
+    it('not one VM packet lost through the steps, each direction counted in its guest and from the DHCP namespace', async () => {
       // Every loss before the last step's end is on the consoles once a reply after it came.
-      await waitReplyAfter(pingSources(), windows.at(-1)?.to ?? Date.now() / 1000, 60_000);
-      ping = pingReport(pingSources(), windows);
+      const end = windows.at(-1)?.to ?? Date.now() / 1000;
+      await waitReplyAfter(pingSources(), end, 60_000);
+      await nsPing!.waitReplyAfter(end, 60_000);
+      const nsStop = await nsPing!.stop();
+      ping = pingReport(pingSources(), windows, nsPing!.directions(windows));
       for (const l of reportLines(ping)) console.log(l);
       expect(ping.restarts, 'a pinger started its sequence again (the guest restarted it)').toBe(0);
       expect(ping.sent).toBeGreaterThan(0);
       expect(ping.lost, ping.summary).toBe(0);
-    }, 120_000);
+      expect(ping.nsSent).toBeGreaterThan(0);
+      expect(ping.nsLost, ping.summary).toBe(0);
+      expect(nsStop.left, 'a namespace pinger outlived its stop').toEqual([]);
+      expect(pingProcesses(VM_IPS)).toEqual([]);
+    }, 180_000);
 
     it('Nova still manages them: stops and starts one VM, deletes the other', async () => {
       const [a, b] = vms;

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConsoleWatch } from '../e2e/openstack-e2e-harness.js';
+import { summarizeNsPing } from '../e2e/ns-ping.js';
 import { GUEST_CMDLINE, pingReport, reportLines, VM_IPS, type PingSource } from '../e2e/openstack-ping.js';
 
 const [A, B] = VM_IPS;
@@ -66,6 +67,45 @@ describe('pingReport', () => {
     expect(() => pingReport([source('vm-a', B, [ok(100, 0, '10.9.9.9')])], [])).toThrow(
       `no ping line from vm-a to ${B}`,
     );
+  });
+
+  it("adds the DHCP namespace's directions apart: ns_lost per step and outside, ns_ping_* in the summary", () => {
+    // iputils lines from the namespace: to A, seq 3 lost inside step-2; to B, none lost.
+    const reply = (t: number, ip: string, seq: number): string =>
+      `[${t.toFixed(6)}] 64 bytes from ${ip}: icmp_seq=${seq} ttl=64 time=0.300 ms`;
+    const toA = [
+      reply(109.6, A, 1),
+      reply(109.8, A, 2),
+      '[110.200000] no answer yet for icmp_seq=3',
+      reply(110.2, A, 4),
+    ].join('\n');
+    const toB = [1, 2, 3, 4].map((q) => reply(104.8 + q * 0.2, B, q)).join('\n');
+    const windows = [
+      { name: 'step-1', from: 100, to: 106 },
+      { name: 'step-2', from: 108, to: 112 },
+    ];
+    const vm = [
+      source(
+        'vm-a',
+        B,
+        [0, 1].map((q) => ok(105 + q * 0.2, q, B)),
+      ),
+    ];
+    const ns = [toA, toB].map((t, i) => ({ from: 'qdhcp-n', d: summarizeNsPing(t, VM_IPS[i]!, windows) }));
+    const r = pingReport(vm, windows, ns);
+    expect(r).toMatchObject({ nsSent: 8, nsLost: 1, lost: 0 });
+    expect(r.stepLines).toEqual([
+      'ping_step step=step-1 duration_s=6.0 lost=0 ns_lost=0',
+      'ping_step step=step-2 duration_s=4.0 lost=0 ns_lost=1',
+    ]);
+    expect(r.summary).toBe('vm_ping_sent=2 vm_ping_lost=0 max_ping_gap_ms=200 ns_ping_sent=8 ns_ping_lost=1');
+    const lines = reportLines(r);
+    expect(lines).toContain(
+      `ping from=qdhcp-n peer=${A} sent=4 ok=3 lost=1 missing=0 restarts=0 max_gap_ms=400 losses=step-2:1`,
+    );
+    expect(lines.at(-1)).toBe('ping_outside_steps lost=0 ns_lost=0');
+    // Without the namespace's directions, the lines stay as they were.
+    expect(pingReport(vm, windows).summary).toBe('vm_ping_sent=2 vm_ping_lost=0 max_ping_gap_ms=200');
   });
 
   it('the guest command line names both peers', () => {
