@@ -180,3 +180,20 @@ export async function deleteNetwork(
       { timeoutMs: 120_000, intervalMs: 2000 },
     ).catch(() => console.log(`qdhcp-${network} still there; the cleanup removes it`));
 }
+
+/** Where templates/neutron/ebtables-among-delete.j2 notes each rule it deleted by number. */
+export const AMONG_DELETE_LOG = '/var/log/kolla/neutron/ebtables-among-delete.log';
+
+/**
+ * The `--among-src` rules the Linux bridge agent's ebtables wrapper deleted
+ * by number in this agent container (its log is in the container, so a new
+ * container starts at 0): each is a delete that ebtables-nft 1.8.9 refused.
+ */
+export async function amongDeletes(agent: string): Promise<string[]> {
+  const r = await run(
+    '/usr/bin/docker',
+    ['exec', agent, 'sh', '-c', `cat ${AMONG_DELETE_LOG} 2>/dev/null || true`],
+    60_000,
+  );
+  return r.stdout.split('\n').filter((l) => l.trim());
+}
