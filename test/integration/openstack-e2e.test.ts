@@ -71,7 +71,9 @@ import {
   bootActive,
   deleteNetwork,
   networkCheck as checkNetwork,
+  portRevisions,
   uploadGuest,
+  waitPortsSetUpAgain,
 } from '../e2e/openstack-vm-net.js';
 import { SpcdActions } from '../e2e/openstack-actions.js';
 import type { PingWindow } from '../e2e/ping-log.js';
@@ -375,14 +377,22 @@ describe.runIf(CONTROL_READY)(
     };
 
     /**
-     * A step that starts a new Linux bridge agent: after it, the rules the
-     * agent's ebtables wrapper deleted by number (the new agent re-installs
-     * each port's MAC rule; with ebtables-nft 1.8.9 every such delete needs
-     * the wrapper).
+     * A step that starts a new Linux bridge agent: it ends once the new agent
+     * set every port up again, then prints the rules the agent's ebtables
+     * wrapper deleted by number (each port's old MAC rule, after the new one
+     * was in; templates/neutron/ebtables-among-delete.j2).
      */
     const lbAgentStep = async (label: string, act: () => Promise<Acted>): Promise<void> => {
       try {
-        await step(label, act);
+        // Inside the step (its ping window): the new agent sets every port
+        // up again, which is when it replaces each port's MAC rule.
+        await step(label, async () => {
+          const before = await portRevisions(os, made.network!);
+          const a = await act();
+          const s = await waitPortsSetUpAgain(os, made.network!, before, 300_000);
+          console.log(`${label} ports_set_up_again_after_s=${s.toFixed(1)} (after spcd's action)`);
+          return a;
+        });
       } finally {
         const lines = await amongDeletes(name('neutron_linuxbridge_agent')).catch((e: Error) => [
           `(unread: ${e.message})`,
