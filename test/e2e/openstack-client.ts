@@ -43,6 +43,8 @@ export interface Port {
   fixed_ips: { subnet_id: string; ip_address: string }[];
   'binding:vif_type'?: string;
   'binding:host_id'?: string;
+  /** Neutron's standard attribute: bumped on every change of the port (its status too). */
+  revision_number?: number;
 }
 
 export interface ComputeService {

@@ -203,3 +203,58 @@ export async function deleteNetwork(
       { timeoutMs: 120_000, intervalMs: 2000 },
     ).catch(() => console.log(`qdhcp-${network} still there; the cleanup removes it`));
 }
+
+/** Where templates/neutron/ebtables-among-delete.j2 notes each rule it deleted by number. */
+export const AMONG_DELETE_LOG = '/var/log/kolla/neutron/ebtables-among-delete.log';
+
+/**
+ * The `--among-src` rules the Linux bridge agent's ebtables wrapper deleted
+ * by number in this agent container (its log is in the container, so a new
+ * container starts at 0): each is a delete that ebtables-nft 1.8.9 refused.
+ */
+export async function amongDeletes(agent: string): Promise<string[]> {
+  const r = await run(
+    '/usr/bin/docker',
+    ['exec', agent, 'sh', '-c', `cat ${AMONG_DELETE_LOG} 2>/dev/null || true`],
+    60_000,
+  );
+  return r.stdout.split('\n').filter((l) => l.trim());
+}
+
+/** The revision of each port on `network` (Neutron bumps it on every change, its status too). */
+export async function portRevisions(os: OpenStack, network: string): Promise<Map<string, number>> {
+  const ports = await os.ports(`network_id=${network}`);
+  return new Map(ports.map((p) => [p.id, p.revision_number ?? 0]));
+}
+
+/**
+ * Waits until a new Linux bridge agent has set up again every port that was
+ * on `network` before it started: the port's revision past `before` (ML2 sets
+ * a port BUILD when an agent asks for its details) and the port ACTIVE again
+ * (the agent reported it up, its rules in place). Returns the seconds it took.
+ */
+export async function waitPortsSetUpAgain(
+  os: OpenStack,
+  network: string,
+  before: ReadonlyMap<string, number>,
+  timeoutMs: number,
+): Promise<number> {
+  const t0 = Date.now();
+  let last = '';
+  await waitFor(
+    'every port set up again by the new Linux bridge agent (revision bumped, ACTIVE)',
+    async () => {
+      const ports = await os.ports(`network_id=${network}`);
+      const waiting = [...before].filter(([id, rev]) => {
+        const p = ports.find((x) => x.id === id);
+        return !p || (p.revision_number ?? 0) <= rev || p.status !== 'ACTIVE';
+      });
+      last = waiting.map(([id]) => `${id}:${ports.find((x) => x.id === id)?.status ?? 'gone'}`).join(',');
+      return waiting.length === 0;
+    },
+    { timeoutMs, intervalMs: 1000 },
+  ).catch((e: Error) => {
+    throw new Error(`${e.message}; still waiting: ${last}`);
+  });
+  return (Date.now() - t0) / 1000;
+}

@@ -18,6 +18,8 @@ export interface ContainerSpec {
   readonly networkMode: string;
   readonly cmd?: string[];
   readonly entrypoint?: string[];
+  /** Capabilities added to Docker's default set (e.g. NET_ADMIN). */
+  readonly capAdd?: string[];
 }
 
 export interface ExecResult {
@@ -49,7 +51,7 @@ export async function startContainer(spec: ContainerSpec, ms = 60_000): Promise<
       Env: spec.env,
       Cmd: spec.cmd,
       Entrypoint: spec.entrypoint,
-      HostConfig: { NetworkMode: spec.networkMode, Binds: spec.binds },
+      HostConfig: { NetworkMode: spec.networkMode, Binds: spec.binds, CapAdd: spec.capAdd },
     }),
   );
   await deadline(`start ${spec.name}`, ms, c.start());
