@@ -16,3 +16,4 @@ bash scripts/ensure-promtool.sh
 bash scripts/ensure-zsh.sh
 bash scripts/ensure-dnsmasq.sh
 bash scripts/ensure-etcd.sh
+bash scripts/ensure-ping.sh
