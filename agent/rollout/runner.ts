@@ -49,6 +49,12 @@ export interface RolloutRunnerOptions {
   readonly recheckMs?: number;
   /** A soaking canary looks at its health this often. Default 5 s. */
   readonly soakCheckMs?: number;
+  /**
+   * A phase report is written this long after it was made, newest wins: a
+   * phase shorter than this (a pull of images already present, a swap that
+   * takes no time) costs the cluster no write. Default 300 ms.
+   */
+  readonly phaseSettleMs?: number;
   readonly random?: () => number;
 }
 
@@ -80,6 +86,8 @@ export class RolloutRunner {
   private follower: { stop(): void } | undefined;
   private unwritten: PhaseReport | undefined;
   private writing: Promise<void> | undefined;
+  /** Cancels the pending settle (or retry) timer before the next write. */
+  private writeTimer: { cancel(): void; retry: boolean } | undefined;
   private stopped = false;
   private readonly random: () => number;
 
@@ -149,8 +157,9 @@ export class RolloutRunner {
 
   /**
    * Publishes this node's phase without waiting for it: the newest report
-   * wins, one write at a time, so a slot is never held for a status write and
-   * quick successive phases cost one request. flushPhases() awaits the last.
+   * wins, one write at a time, each written phaseSettleMs after it was made,
+   * so a slot is never held for a status write and quick successive phases
+   * cost one request. flushPhases() writes the last one at once and awaits it.
    */
   private phase(run: Run, phase: Phase, extra: Partial<PhaseReport> = {}): void {
     const r: PhaseReport = {
@@ -171,12 +180,30 @@ export class RolloutRunner {
       return;
     this.last = r;
     this.unwritten = r;
-    this.kickWrites();
+    this.scheduleWrite();
+  }
+
+  /** Writes the newest report after the settle time, unless a write or a timer is already pending. */
+  private scheduleWrite(): void {
+    if (this.writing || this.writeTimer || !this.unwritten) return;
+    const settle = this.o.phaseSettleMs ?? 300;
+    if (settle <= 0) return this.kickWrites();
+    this.setWriteTimer(settle, false);
+  }
+
+  private setWriteTimer(ms: number, retry: boolean): void {
+    const cancel = this.o.clock.setTimer(ms, () => {
+      this.writeTimer = undefined;
+      this.kickWrites();
+    });
+    this.writeTimer = { cancel, retry };
   }
 
   private kickWrites(): void {
     const r = this.unwritten;
     if (this.writing || !r) return;
+    this.writeTimer?.cancel();
+    this.writeTimer = undefined;
     this.unwritten = undefined;
     let failed = false;
     this.writing = this.o.backend
@@ -191,17 +218,21 @@ export class RolloutRunner {
         if (this.stopped || this.unwritten) return;
         failed = true;
         this.unwritten = r;
-        this.o.clock.setTimer(this.recheckDelay(), () => this.kickWrites());
+        this.setWriteTimer(this.recheckDelay(), true);
       })
       .finally(() => {
         this.writing = undefined;
-        if (!failed) this.kickWrites(); // a newer report arrived meanwhile
+        if (!failed) this.scheduleWrite(); // a newer report arrived meanwhile
       });
   }
 
-  /** Resolves once the newest phase is written (or its write failed). */
+  /** Writes the newest phase now, unless it waits to be retried, and resolves once it is written (or failed). */
   async flushPhases(): Promise<void> {
-    while (this.writing) await this.writing;
+    for (;;) {
+      if (this.writeTimer && !this.writeTimer.retry) this.kickWrites();
+      if (!this.writing) return;
+      await this.writing;
+    }
   }
 
   /** Waits ms, or until the run's rules change; rejects when the run is superseded or stopped. */

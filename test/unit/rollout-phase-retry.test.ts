@@ -45,6 +45,7 @@ describe('RolloutRunner phase reports', () => {
       defaultMaxConcurrent: 1,
       recheckMs: 1_000,
       random: () => 0.5,
+      phaseSettleMs: 0,
     });
     cluster.publish({ images: { nova_compute: 'nova:30' }, globals: {}, rollout: undefined });
     await runner.start();

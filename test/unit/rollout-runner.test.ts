@@ -56,6 +56,7 @@ function fleet(
       log: silentLogger(),
       defaultMaxConcurrent: 2,
       random: () => 0.5,
+      phaseSettleMs: 0, // decisions under test: every report written at once
     });
     runners.push(node.runner);
     return node;
@@ -301,6 +302,7 @@ describe('RolloutRunner after a restart', () => {
       log: silentLogger(),
       defaultMaxConcurrent: 2,
       random: () => 0.5,
+      phaseSettleMs: 0, // decisions under test: every report written at once
     });
     runners.push(again);
     await again.start();
