@@ -62,6 +62,7 @@ export async function startEtcdIntegration(
   return {
     async stop() {
       await runner.stop();
+      await backend.close();
       client.close();
     },
   };

@@ -6,7 +6,8 @@
  *   compares its mod revision with the one read (create revision 0 when new);
  * - `nodes/<node>`: each node's phase report (JSON), written only by that node;
  * - `queue/<lease id>`: one key per node waiting for or holding one of the N
- *   slots, bound to its lease; the N oldest hold them (slots.ts, queue.ts).
+ *   slots, bound to the lease the node keeps (session.ts); the N oldest hold
+ *   them (slots.ts, queue.ts).
  */
 import type { Etcd3, IKeyValue } from 'etcd3';
 import type { SpcdError } from '../errors.js';
@@ -109,6 +110,7 @@ export class EtcdRolloutBackend implements RolloutBackend {
       }
     };
     void start(); // the first read may wait for a member to answer: the caller does not
+    this.slots.warm(); // told to upgrade, this node then queues without waiting for a lease grant
     return {
       stop: () => {
         stopped = true;
@@ -172,5 +174,10 @@ export class EtcdRolloutBackend implements RolloutBackend {
 
   withSlot<T>(maxConcurrent: number, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
     return this.slots.withSlot(maxConcurrent, signal, fn);
+  }
+
+  /** Revokes this node's slot lease: after the runner has stopped (no slot is wanted or held). */
+  close(): Promise<void> {
+    return this.slots.close();
   }
 }

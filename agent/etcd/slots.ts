@@ -1,12 +1,12 @@
 /**
  * EtcdSlots: at most N nodes upgrade at once, by etcd's own semaphore recipe
  * (the rank arithmetic and its safety argument: queue.ts). A node that wants
- * a slot puts ONE key `<prefix>queue/<lease id>`, bound to a fresh lease,
- * and holds a slot once fewer than N live queue keys were created before its
- * own. No transaction races another: the order is etcd's create revision,
- * and a rank only falls. Release revokes the lease (the key goes with it); a
- * holder or waiter that dies stops renewing, and etcd deletes its key when
- * the lease lapses.
+ * a slot puts ONE key `<prefix>queue/<lease id>`, bound to the lease it
+ * keeps while it takes part (session.ts), and holds a slot once fewer than N
+ * live queue keys were created before its own. No transaction races another:
+ * the order is etcd's create revision, and a rank only falls. Release
+ * deletes the key; a holder or waiter that dies stops renewing, and etcd
+ * deletes its key when the lease lapses.
  *
  * A waiter lists the keys ahead of it (newest first, at most N + 2H) in one
  * read-only transaction that also checks that its own key still exists. Near
@@ -17,13 +17,14 @@
  * near the front (rank < N + H, one guarded put) or goes away: a hand-over
  * wakes about 2H waiters, not the whole fleet.
  */
-import { Range, type Etcd3, type IKeyValue, type Lease, type Watcher } from 'etcd3';
+import { Range, type ComparatorBuilder, type Etcd3, type IKeyValue, type Watcher } from 'etcd3';
 import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import { unavailable } from './client.js';
 import { fleetKeys } from './keys.js';
 import { decodeEntry, encodeEntry, isNear, listLimit, place, type AheadKey } from './queue.js';
+import { EtcdSession, type SessionLease } from './session.js';
 
 export interface EtcdSlotsDeps {
   readonly client: Etcd3;
@@ -46,24 +47,46 @@ export interface EtcdSlotsDeps {
 
 interface Held {
   readonly key: string;
-  readonly lease: Lease;
-  lost: boolean;
+  readonly lease: SessionLease;
+  /** Stops listening for the lease's loss (the slot is left). */
+  readonly unlisten: () => void;
 }
 
 export class EtcdSlots {
-  constructor(private readonly d: EtcdSlotsDeps) {}
+  private readonly session: EtcdSession;
+  private taking = false;
+
+  constructor(private readonly d: EtcdSlotsDeps) {
+    this.session = new EtcdSession({ client: d.client, ttlSeconds: d.ttlSeconds, log: d.log });
+  }
 
   get queuePrefix(): string {
     return fleetKeys(this.d.prefix).queue;
   }
 
+  /** Grants the node's lease ahead of need: a node told to upgrade then queues with one request. */
+  warm(): void {
+    this.session.warm();
+  }
+
+  /** Revokes the node's lease (shutdown): call once no withSlot is under way. */
+  close(): Promise<void> {
+    return this.session.close();
+  }
+
   /** Takes a slot (waiting as long as it takes), runs fn, releases the slot, also when fn throws. */
   async withSlot<T>(maxConcurrent: number, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {
-    const held = await this.acquire(maxConcurrent, signal);
+    if (this.taking) throw new SpcdError('INTERNAL', 'a node takes one fleet slot at a time');
+    this.taking = true;
     try {
-      return await fn();
+      const held = await this.acquire(maxConcurrent, signal);
+      try {
+        return await fn();
+      } finally {
+        await this.leave(held, 'released');
+      }
     } finally {
-      await this.release(held);
+      this.taking = false;
     }
   }
 
@@ -87,56 +110,56 @@ export class EtcdSlots {
 
   private async acquire(n: number, signal: AbortSignal): Promise<Held> {
     if (signal.aborted) throw new SpcdError('SHUTTING_DOWN', 'fleet upgrade cancelled');
-    const { client, ttlSeconds, log } = this.d;
-    const lease = client.lease(ttlSeconds, { autoKeepAlive: true });
-    const held: Held = { key: '', lease, lost: false };
+    const { log } = this.d;
+    const lease = await this.session.lease();
+    const key = `${this.queuePrefix}${lease.id}`;
+    let taken = false;
     let onLost: ((err: Error) => void) | undefined;
-    lease.on('lost', (err) => {
-      held.lost = true;
-      if (held.key)
-        log.warn({ slot: held.key, err: err.message }, 'fleet slot lease lost; the upgrade goes on');
+    const unlisten = lease.onLost((err) => {
+      if (taken) log.warn({ slot: key, err: err.message }, 'fleet slot lease lost; the upgrade goes on');
       onLost?.(err);
     });
+    const held: Held = { key, lease, unlisten };
     try {
-      const leaseId = await lease.grant().catch((err: unknown) => {
-        throw unavailable(err, 'granting the slot lease');
-      });
-      const key = await this.take(n, leaseId, signal, (f) => (onLost = f));
-      log.info({ slot: key }, 'fleet slot taken');
-      return Object.assign(held, { key });
+      await this.take(n, key, lease.id, signal, (f) => (onLost = f));
     } catch (err) {
-      this.drop(lease);
+      // the join may have landed though its answer was lost: our key goes either way
+      await this.leave(held, 'left');
       throw err;
     }
+    taken = true;
+    log.info({ slot: key }, 'fleet slot taken');
+    return held;
   }
 
-  /** Revokes the lease (the slot key goes with it); when etcd does not answer, lets it expire. */
-  private async release(held: Held): Promise<void> {
+  /**
+   * Deletes our queue key (it is ours alone: named by our lease, one take at
+   * a time). When etcd does not answer, the lease is abandoned: it lapses
+   * after its TTL and takes the key with it; the next take grants a new one.
+   */
+  private async leave(held: Held, what: 'released' | 'left'): Promise<void> {
+    held.unlisten();
     try {
-      await held.lease.revoke();
-      this.d.log.info({ slot: held.key }, 'fleet slot released');
+      await this.d.client.delete().key(held.key).exec();
+      if (what === 'released') this.d.log.info({ slot: held.key }, 'fleet slot released');
     } catch (err) {
-      held.lease.release();
+      this.session.abandon(held.lease);
       this.d.log.warn(
         { slot: held.key, err: (err as Error).message, ttlSeconds: this.d.ttlSeconds },
-        'fleet slot release failed; it frees when its lease expires',
+        `fleet slot ${what === 'released' ? 'release' : 'leave'} failed; it frees when its lease expires`,
       );
     }
-  }
-
-  private drop(lease: Lease): void {
-    void lease.revoke().catch(() => lease.release());
   }
 
   /** Puts this node's queue key (bound to the lease); resolves with it once fewer than n keys are ahead. */
   private async take(
     n: number,
+    key: string,
     leaseId: string,
     signal: AbortSignal,
     setOnLost: (f: (err: Error) => void) => void,
   ): Promise<string> {
     const { client, holder } = this.d;
-    const key = `${this.queuePrefix}${leaseId}`;
     // One transaction: our key, and how many keys the queue has with it (ours is the newest).
     const all = Range.prefix(this.queuePrefix);
     let res;
@@ -172,24 +195,13 @@ export class EtcdSlots {
     n: number,
     me: Mine,
   ): Promise<{ ahead: AheadKey[]; more: boolean; revision: string }> {
-    const { client } = this.d;
-    let res;
-    try {
-      res = await client
-        .if(me.key, 'Create', '==', me.mine)
-        .then(
-          client
-            .getAll()
-            .prefix(this.queuePrefix)
-            .maxCreateRevision(String(BigInt(me.mine) - 1n))
-            .sort('Create', 'Descend')
-            .limit(listLimit(n)),
-        )
-        .commit();
-    } catch (err) {
-      throw unavailable(err, 'listing the slot queue');
-    }
-    if (!res.succeeded) throw gone(me.key);
+    const list = this.d.client
+      .getAll()
+      .prefix(this.queuePrefix)
+      .maxCreateRevision(String(BigInt(me.mine) - 1n))
+      .sort('Create', 'Descend')
+      .limit(listLimit(n));
+    const res = await this.whileMine(me, list, 'listing the slot queue');
     const range = res.responses[0]!.response_range;
     return {
       ahead: range.kvs.map((kv) => ({ key: kv.key.toString(), value: kv.value.toString() })),
@@ -200,22 +212,24 @@ export class EtcdSlots {
 
   /** Marks our key near the front (one guarded put): whoever follows it looks again. */
   private async announce(me: Mine): Promise<void> {
-    const { client, holder } = this.d;
+    const put = this.d.client
+      .put(me.key)
+      .value(encodeEntry({ node: this.d.holder, near: true }))
+      .lease(me.leaseId);
+    await this.whileMine(me, put, 'announcing a place near the front of the slot queue');
+  }
+
+  /** Runs one operation in a transaction, only while our queue key is still the one we put. */
+  private async whileMine(me: Mine, op: Parameters<ComparatorBuilder['then']>[0], during: string) {
+    const { client } = this.d;
     let res;
     try {
-      res = await client
-        .if(me.key, 'Create', '==', me.mine)
-        .then(
-          client
-            .put(me.key)
-            .value(encodeEntry({ node: holder, near: true }))
-            .lease(me.leaseId),
-        )
-        .commit();
+      res = await client.if(me.key, 'Create', '==', me.mine).then(op).commit();
     } catch (err) {
-      throw unavailable(err, 'announcing a place near the front of the slot queue');
+      throw unavailable(err, during);
     }
     if (!res.succeeded) throw gone(me.key);
+    return res;
   }
 
   /** Waits for a slot; `aheadAtJoin` (the keys ahead when ours was put) admits at once when below n. */

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { connectEtcd } from '../../agent/etcd/client.js';
 import { SpcdError } from '../../agent/errors.js';
 import { REPO } from '../support/daemon.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';
@@ -48,9 +49,16 @@ async function allReport(f: EtcdFleet, nodes: string[], phase: string, reason?: 
     `${nodes.join(',')} ${phase}${reason ? ` (${reason})` : ''}`,
     async () => {
       const p = await f.phases();
-      return nodes.every(
-        (node) => p.get(node)?.phase === phase && (!reason || p.get(node)?.reason === reason),
-      );
+      // a report of the published target (a node's report from before it was told is not one)
+      return nodes.every((node) => {
+        const r = p.get(node);
+        return (
+          r !== undefined &&
+          r.target === f.publishedTarget &&
+          r.phase === phase &&
+          (!reason || r.reason === reason)
+        );
+      });
     },
     { timeoutMs, intervalMs: 100 },
   ).catch(async (err: unknown) => {
@@ -90,7 +98,7 @@ describe('a rollout through a real 3-member etcd cluster', () => {
       Object.fromEntries((await slots.queue()).slice(0, 2).map((e) => [e.key, e.node])),
     );
     expect([...f.started].sort()).toEqual(queue.slice(0, 2).sort());
-    // The waiters 5th and 9th in line leave (their leases revoked): the 7th and 11th followed them.
+    // The waiters 5th and 9th in line leave (their keys deleted): the 7th and 11th followed them.
     const leaving = [queue[5]!, queue[9]!];
     await Promise.all(f.nodes.filter((x) => leaving.includes(x.name)).map((x) => x.runner.stop()));
     await waitFor('the leavers out of the queue', async () => (await slots.queue()).length === 12);
@@ -101,6 +109,37 @@ describe('a rollout through a real 3-member etcd cluster', () => {
     expect(f.maxInFlight).toBeLessThanOrEqual(2);
     expect(f.started.filter((x) => leaving.includes(x))).toEqual([]);
     await waitFor('the queue empty', async () => (await slots.queue()).length === 0);
+  }, 120_000);
+
+  it('a node keeps one lease: its queue keys are bound to it rollout after rollout, and stopping revokes it', async () => {
+    // a TTL far longer than the waits below: a lease gone at stop was revoked, not lapsed
+    const f = fleet({ apply: () => sleep(100), slotTtlSeconds: 60 });
+    const probe = connectEtcd({ endpoints: cluster.endpoints() });
+    onTestFinished(() => probe.close());
+    const leases = async (): Promise<Set<string>> =>
+      new Set((await probe.leaseClient.leaseLeases()).leases.map((l) => String(l.ID)));
+    const before = await leases();
+    const fresh = async (): Promise<string[]> => [...(await leases())].filter((id) => !before.has(id)).sort();
+    const nodes = names(3, 's');
+    for (const node of nodes) await f.add(node);
+    await waitFor('each node granted its lease', async () => (await fresh()).length === 3);
+    const mine = await fresh();
+    for (const [round, image] of [
+      ['r-s1', 'img:2'],
+      ['r-s2', 'img:3'],
+    ] as const) {
+      await f.publish(`images: { svc: "${image}" }\nrollout: { id: ${round}, maxConcurrent: 1 }\n`);
+      await waitFor('all three in the queue', async () => Object.keys(await f.slotHolders()).length === 3);
+      const keys = Object.keys(await f.slotHolders()).map((k) => k.slice(k.lastIndexOf('/') + 1));
+      expect(keys.sort()).toEqual(mine);
+      await allReport(f, nodes, 'done');
+      await waitFor('every slot released', async () => Object.keys(await f.slotHolders()).length === 0);
+      expect(await fresh()).toEqual(mine); // no lease granted or revoked for a slot
+    }
+    await f.stop();
+    await waitFor('the leases revoked at stop', async () => (await fresh()).length === 0, {
+      timeoutMs: 10_000,
+    });
   }, 120_000);
 
   it('completes when the leader, the member every write goes through, is SIGKILLed mid-rollout', async () => {

@@ -8,6 +8,7 @@
 import type { Etcd3 } from 'etcd3';
 import { pino } from 'pino';
 import { connectEtcd } from '../../agent/etcd/client.js';
+import { parseEtcdDesired } from '../../agent/etcd/desired.js';
 import { decodeEntry } from '../../agent/etcd/queue.js';
 import { EtcdRolloutBackend } from '../../agent/etcd/rollout-backend.js';
 import { phaseFromJson } from '../../agent/rollout/records.js';
@@ -123,9 +124,14 @@ export class EtcdFleet {
     return node;
   }
 
+  /** The target (runner.ts targetId) of the document last published: reports of an older one are not its. */
+  publishedTarget: string | undefined;
+
   /** Writes the desired document (YAML) to `<prefix>desired`. */
   async publish(doc: string): Promise<void> {
-    await this.admin.put(`${this.o.prefix}desired`).value(doc);
+    const key = `${this.o.prefix}desired`;
+    this.publishedTarget = targetId(parseEtcdDesired(doc, key, 'published'));
+    await this.admin.put(key).value(doc);
   }
 
   /** Every node's report in etcd, by node. */
@@ -145,8 +151,14 @@ export class EtcdFleet {
     return Object.fromEntries(Object.entries(all).map(([k, v]) => [k, decodeEntry(v).node]));
   }
 
+  private stopped = false;
+
+  /** Stops every node (revoking its lease) and closes the clients; a second call does nothing. */
   async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
     await Promise.all(this.nodes.map((n) => n.runner.stop()));
+    await Promise.all(this.nodes.map((n) => n.backend.close()));
     if (!this.o.clientPool) for (const n of this.nodes) n.client.close();
     this.admin.close();
   }
