@@ -73,6 +73,24 @@ export function place(n: number, newestFirst: readonly AheadKey[], more: boolean
   return { kind: 'follow', key: followed.key };
 }
 
+/**
+ * The quickest swap spcd expects of a node (a container stopped and started
+ * through the engine takes longer): it paces a far waiter's first look.
+ */
+export const MIN_SWAP_MS = 50;
+
+/**
+ * How long a waiter that joined with `ahead` keys ahead waits before its
+ * first look (0: at once). The front moves at most N places per swap and no
+ * swap is quicker than MIN_SWAP_MS, so a waiter cannot be within the window
+ * sooner than (ahead - N - 2H) x MIN_SWAP_MS / N; an unknown count looks at
+ * once, and no wait exceeds a minute.
+ */
+export function firstLookMs(n: number, ahead: number, perPlaceMs: number = MIN_SWAP_MS / n): number {
+  if (!Number.isFinite(ahead)) return 0;
+  return Math.min(60_000, Math.max(0, Math.round((ahead - listLimit(n)) * perPlaceMs)));
+}
+
 /** Within the window: whether this waiter, with `ahead` keys before it, announces it is near (rank < N + H). */
 export function isNear(n: number, ahead: number): boolean {
   return ahead < n + windowOf(n);

@@ -23,7 +23,7 @@ import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import { unavailable } from './client.js';
 import { fleetKeys } from './keys.js';
-import { decodeEntry, encodeEntry, isNear, listLimit, place, type AheadKey } from './queue.js';
+import { decodeEntry, encodeEntry, firstLookMs, isNear, listLimit, place, type AheadKey } from './queue.js';
 import { EtcdSession, type SessionLease } from './session.js';
 
 export interface EtcdSlotsDeps {
@@ -39,8 +39,8 @@ export interface EtcdSlotsDeps {
   /**
    * A waiter that joins with k > N + 2H keys ahead first looks where it
    * stands after (k - N - 2H) x this many ms: the start-up burst is spread,
-   * the waiters near the front are served first. Default 1 ms (a rank is
-   * reached no sooner than one hand-over per rank ahead).
+   * the waiters near the front are served first. Default MIN_SWAP_MS / N
+   * (queue.ts firstLookMs).
    */
   readonly followSpreadMs?: number;
 }
@@ -316,8 +316,8 @@ export class EtcdSlots {
         finish(me.key);
         return;
       }
-      const later = (aheadAtJoin - listLimit(n)) * (this.d.followSpreadMs ?? 1);
-      if (!(later > 0 && later < 60_000)) return look();
+      const later = firstLookMs(n, aheadAtJoin, this.d.followSpreadMs);
+      if (later === 0) return look();
       cancelLater = clock.setTimer(later, () => {
         cancelLater = undefined;
         look();

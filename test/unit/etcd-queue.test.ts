@@ -3,6 +3,7 @@ import {
   decodeEntry,
   encodeEntry,
   isNear,
+  firstLookMs,
   listLimit,
   place,
   windowOf,
@@ -72,5 +73,16 @@ describe('the etcd slot queue (pure part)', () => {
       expect(decodeEntry(encodeEntry(e))).toEqual(e);
     expect(decodeEntry('compute-3')).toEqual({ node: 'compute-3', near: false });
     expect(decodeEntry('{"near":true}')).toEqual({ node: '{"near":true}', near: false });
+  });
+
+  it('a far waiter first looks when the front could have reached its window, not before', () => {
+    // N = 10: the window is N + 2H = 30 places; the front moves at most 10 places per 50 ms swap
+    expect(firstLookMs(10, 29)).toBe(0);
+    expect(firstLookMs(10, 30)).toBe(0);
+    expect(firstLookMs(10, 130)).toBe(500);
+    expect(firstLookMs(10, 999)).toBe(4845);
+    expect(firstLookMs(1, 10_000)).toBe(60_000); // at most a minute
+    expect(firstLookMs(10, Infinity)).toBe(0); // count unknown: look now
+    expect(firstLookMs(10, 130, 1)).toBe(100);
   });
 });
