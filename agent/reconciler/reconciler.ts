@@ -342,7 +342,6 @@ export class Reconciler {
   private async pass(): Promise<number> {
     // 1. List the engine's containers. Engine away: take no action until it answers again.
     const observed = await this.watch.list();
-    if (this.lifecycle !== 'running') return this.endedByShutdown(observed);
     if (!observed) {
       this.deps.onHeartbeat?.();
       return ENGINE_RETRY_MS;
@@ -352,7 +351,8 @@ export class Reconciler {
     const now = this.deps.clock.now();
     // 2. Count each exit once toward its backoff; watch the health of what runs.
     await noteExits(this.exitDeps, this.desired, now);
-    if (this.lifecycle !== 'running') return this.endedByShutdown(observed);
+    // stop() came while this pass listed or counted exits: it begins no step.
+    if (this.lifecycle !== 'running') return this.endedByShutdown();
     this.deps.health.sync(
       this.desired.map((d) => ({
         spec: d.spec,
@@ -372,10 +372,8 @@ export class Reconciler {
     return next;
   }
 
-  /** stop() came while this pass listed or counted exits: it begins no step, and says how many it leaves. */
-  private endedByShutdown(observed: ObservedContainer[] | undefined): number {
-    if (!observed) return this.deps.relistMs;
-    this.observed = observed;
+  /** The pass in flight when stop() came: it says how many steps it leaves (none begun). */
+  private endedByShutdown(): number {
     const left = this.preview().steps.length;
     this.deps.log.info(
       { stepsLeft: left },
