@@ -32,12 +32,8 @@ export type { ContainerFacts, Hold, Lifecycle, ReconcilerDeps } from './types.js
  * Triggers (engine events, timers, API requests) only ask for a pass; passes
  * never overlap. Each step runs as a task holding its container, so a long
  * upgrade does not delay another container's restart. Events are hints: a
- * lost stream triggers a re-list, never an action.
- *
- * Its parts, each the only writer of what it keeps: the engine watch
- * (availability, events, listings), the locks (who holds a container), the
- * ledger (exits, restarts, backoff, failure), health sync (the watches), the
- * heals, and the quarantine book.
+ * lost stream triggers a re-list, never an action. Its parts, each the only
+ * writer of what it keeps, are in docs/architecture.md.
  */
 export class Reconciler {
   private lifecycle: Lifecycle = 'new';
@@ -151,11 +147,8 @@ export class Reconciler {
   }
 
   /**
-   * No new pass, no new operation; the pass in flight begins no more steps
-   * (it logs how many it leaves), and the steps already running finish (an
-   * upgrade commits or rolls back). Resolves when they have, or at the
-   * deadline (STOP_DEADLINE_MS), logging what still runs: nothing is killed.
-   * Containers keep running. Idempotent.
+   * No new pass or operation; the pass in flight begins no step, the steps
+   * running finish. Resolves then, or at STOP_DEADLINE_MS (shutdown.ts). Idempotent.
    */
   stop(): Promise<void> {
     if (this.lifecycle === 'stopped') return Promise.resolve();
