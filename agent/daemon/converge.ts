@@ -82,6 +82,14 @@ export class Converge implements Component {
     void this.d.reconciler.stop();
   }
 
+  /**
+   * From the first moment of shutdown: no new pass or operation, and the
+   * reconciler's stop deadline runs from here (stop() below waits for it).
+   */
+  drain(): void {
+    void this.d.reconciler.stop();
+  }
+
   stop(): Promise<void> {
     return this.d.reconciler.stop();
   }

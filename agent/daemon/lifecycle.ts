@@ -13,6 +13,12 @@ export interface Component {
   stop(): Promise<void>;
   /** Makes a start still in flight give up (e.g. stop waiting for the engine). */
   interrupt?(): void;
+  /**
+   * Called on every opened component as soon as stopping begins, before any
+   * stop is awaited: take no new work from now on (the reconciler begins no
+   * new pass while a fleet integration stops). Must not throw or wait.
+   */
+  drain?(): void;
 }
 
 export type StartOutcome =
@@ -56,9 +62,13 @@ export class Components {
     return { kind: 'started' };
   }
 
-  /** Idempotent: interrupts a start in flight, waits for it, then stops what was opened, newest first. */
+  /**
+   * Idempotent: drains every opened component, interrupts a start in flight,
+   * waits for it, then stops what was opened, newest first.
+   */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      for (const c of [...this.opened].reverse()) c.drain?.();
       const cur = this.current;
       if (cur) {
         cur.component.interrupt?.();

@@ -8,6 +8,8 @@ import type { Clock } from '../model/clock.js';
 export class PassLoop {
   private running = false;
   private queued = false;
+  /** The pass running now, settled (never rejects) when it ends. */
+  private current: Promise<void> | undefined;
   private cancelTimer: (() => void) | undefined;
 
   constructor(
@@ -44,6 +46,11 @@ export class PassLoop {
     return this.running;
   }
 
+  /** Resolves when no pass runs (at once when none does); never rejects. */
+  async idle(): Promise<void> {
+    while (this.current) await this.current;
+  }
+
   /** Runs a pass now, or queues one when a pass runs. */
   async run(): Promise<void> {
     if (!this.d.active()) return;
@@ -53,9 +60,16 @@ export class PassLoop {
     }
     this.running = true;
     let next = this.d.idleMs;
+    const body = this.d.body();
+    const current = body.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.current = current;
     try {
-      next = await this.d.body();
+      next = await body;
     } finally {
+      if (this.current === current) this.current = undefined;
       this.running = false;
       if (this.d.active()) {
         if (this.queued) {

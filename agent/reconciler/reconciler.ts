@@ -20,6 +20,7 @@ import { PassLoop } from './pass-loop.js';
 import { runtimeFacts, UntouchedLog } from './plan-input.js';
 import { stepOrigin } from './steps.js';
 import { StepLauncher } from './tasks.js';
+import { awaitShutdown, STOP_DEADLINE_MS } from './shutdown.js';
 
 export type { HealthPort } from './health-sync.js';
 export { isUpgrade, type HeldOperation, type OperationKind } from './locks.js';
@@ -31,12 +32,8 @@ export type { ContainerFacts, Hold, Lifecycle, ReconcilerDeps } from './types.js
  * Triggers (engine events, timers, API requests) only ask for a pass; passes
  * never overlap. Each step runs as a task holding its container, so a long
  * upgrade does not delay another container's restart. Events are hints: a
- * lost stream triggers a re-list, never an action.
- *
- * Its parts, each the only writer of what it keeps: the engine watch
- * (availability, events, listings), the locks (who holds a container), the
- * ledger (exits, restarts, backoff, failure), health sync (the watches), the
- * heals, and the quarantine book.
+ * lost stream triggers a re-list, never an action. Its parts, each the only
+ * writer of what it keeps, are in docs/architecture.md.
  */
 export class Reconciler {
   private lifecycle: Lifecycle = 'new';
@@ -44,6 +41,7 @@ export class Reconciler {
   private observed: ObservedContainer[] = [];
   private readonly tasks = new Set<Promise<void>>();
   private unsubscribeHealth: (() => void) | undefined;
+  private stopping: Promise<void> | undefined;
   private lastPlan: Plan = { steps: [], waiting: [] };
   /** When set, nothing new is created (a blocking preflight failure); running containers are still kept. */
   private createBlock: string | null = null;
@@ -148,24 +146,35 @@ export class Reconciler {
     await this.loop.run();
   }
 
-  async stop(): Promise<void> {
-    if (this.lifecycle === 'stopped') return;
+  /**
+   * No new pass or operation; the pass in flight begins no step, the steps
+   * running finish. Resolves then, or at STOP_DEADLINE_MS (shutdown.ts). Idempotent.
+   */
+  stop(): Promise<void> {
+    if (this.lifecycle === 'stopped') return Promise.resolve();
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
     this.lifecycle = 'stopping';
     this.loop.close();
     this.watch.close();
     this.unsubscribeHealth?.();
     for (const name of this.intents.names())
       this.intents.fail(name, new SpcdError('SHUTTING_DOWN', 'spcd is shutting down'));
-    // In-flight operations finish (an upgrade is not abandoned half way); containers keep running.
-    await Promise.allSettled([...this.tasks]);
+    await awaitShutdown({
+      clock: this.deps.clock,
+      log: this.deps.log,
+      deadlineMs: this.deps.stopDeadlineMs ?? STOP_DEADLINE_MS,
+      passEnded: () => this.loop.idle(),
+      stepsSettled: () => Promise.allSettled([...this.tasks]),
+      inFlight: () => ({ pass: this.loop.busy(), containers: this.locks.names() }),
+    });
     this.lifecycle = 'stopped';
   }
 
-  /**
-   * Whether a pass runs now. stop() waits for the operations in flight, not
-   * for a pass still listing: that pass ends by itself (its steps are refused,
-   * SHUTTING_DOWN), but it still syncs the health watches on its way.
-   */
+  /** Whether a pass runs now (after stop() only when its deadline passed with the pass still in flight). */
   passInFlight(): boolean {
     return this.loop.busy();
   }
@@ -335,6 +344,8 @@ export class Reconciler {
     const now = this.deps.clock.now();
     // 2. Count each exit once toward its backoff; watch the health of what runs.
     await noteExits(this.exitDeps, this.desired, now);
+    // stop() came while this pass listed or counted exits: it begins no step.
+    if (this.lifecycle !== 'running') return this.endedByShutdown();
     this.deps.health.sync(
       this.desired.map((d) => ({
         spec: d.spec,
@@ -352,6 +363,16 @@ export class Reconciler {
     if (p.wakeAt !== undefined) next = Math.min(next, Math.max(0, p.wakeAt - now));
     this.deps.onHeartbeat?.();
     return next;
+  }
+
+  /** The pass in flight when stop() came: it says how many steps it leaves (none begun). */
+  private endedByShutdown(): number {
+    const left = this.preview().steps.length;
+    this.deps.log.info(
+      { stepsLeft: left },
+      `pass ended by shutdown: ${left} step(s) left for the next start`,
+    );
+    return this.deps.relistMs;
   }
 
   /** The planner's steps for everything desired, with the preflight block and a definitions hold. */

@@ -34,6 +34,8 @@ export interface ReconcilerDeps {
    * for it). A loop that stops passing stops calling it.
    */
   readonly onHeartbeat?: () => void;
+  /** How long stop() waits for the pass in flight and its steps (STOP_DEADLINE_MS by default). */
+  readonly stopDeadlineMs?: number;
 }
 
 /**

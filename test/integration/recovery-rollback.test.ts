@@ -171,7 +171,7 @@ describe('a rollback whose stop passes its deadline', () => {
       expect(h.journalFiles()).toEqual([`${encodeURIComponent(`${h.instance}-gone`)}.json`]);
     } finally {
       await r.stop();
-      // stop() does not wait for a pass already listing; let it end before the health room closes.
+      // stop() waits for the pass in flight (up to its deadline): none runs when the health room closes.
       await waitFor('no pass in flight', () => !r.passInFlight());
     }
   });

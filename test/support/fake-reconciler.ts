@@ -1,5 +1,5 @@
 import type { HealthAction, WatchTarget } from '../../agent/health/types.js';
-import { silentLogger } from '../../agent/log.js';
+import { silentLogger, type Logger } from '../../agent/log.js';
 import type { BackoffPolicy } from '../../agent/model/backoff.js';
 import { specHash } from '../../agent/model/hash.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
@@ -62,7 +62,13 @@ export const desired = (spec: ContainerSpec): DesiredContainer => ({
 /** A Reconciler over a FakeProcess's executor, the fake engine and the fake clock. */
 export function fakeReconciler(
   p: FakeProcess,
-  opts: { relistMs?: number; backoff?: BackoffPolicy; onHeartbeat?: () => void } = {},
+  opts: {
+    relistMs?: number;
+    backoff?: BackoffPolicy;
+    onHeartbeat?: () => void;
+    log?: Logger;
+    stopDeadlineMs?: number;
+  } = {},
 ): { rec: Reconciler; room: FakeHealthRoom; sync: HealthSync } {
   const room = new FakeHealthRoom();
   const sync = new HealthSync(room, p.clock);
@@ -73,12 +79,13 @@ export function fakeReconciler(
     exec: deps,
     health: sync,
     events: p.bus,
-    log: silentLogger(),
+    log: opts.log ?? silentLogger(),
     clock: p.clock,
     instance: INSTANCE,
     relistMs: opts.relistMs ?? 10_000,
     ...(opts.backoff ? { backoff: opts.backoff } : {}),
     ...(opts.onHeartbeat ? { onHeartbeat: opts.onHeartbeat } : {}),
+    ...(opts.stopDeadlineMs !== undefined ? { stopDeadlineMs: opts.stopDeadlineMs } : {}),
   });
   return { rec, room, sync };
 }

@@ -2,30 +2,14 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../agent/api/handler.js';
 import { COMMANDS } from '../../agent/cli/args.js';
 import { bashScript, zshScript } from '../../agent/cli/completion.js';
-import { runCli } from '../../agent/cli/main.js';
 import { silentLogger } from '../../agent/log.js';
 import { FakeActions, FakeStatus } from '../support/api-fakes.js';
 import { serveOnTempSocket } from '../support/api-http.js';
-
-class Capture extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
-
-async function cli(args: string[], env: NodeJS.ProcessEnv) {
-  const stdout = new Capture();
-  const stderr = new Capture();
-  const code = await runCli(args, { stdout, stderr, env });
-  return { code, out: stdout.text, err: stderr.text };
-}
+import { runSpcctl } from '../support/cli-run.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'spcd-completion-'));
 const bashFile = join(dir, 'spcctl.bash');
@@ -156,7 +140,7 @@ describe('__complete containers (the scripts’ helper)', () => {
   afterAll(() => close());
 
   it('prints every container name, one a line', async () => {
-    expect(await cli(['__complete', 'containers'], { SPCD_SOCKET: sock })).toEqual({
+    expect(await runSpcctl(['__complete', 'containers'], { SPCD_SOCKET: sock })).toEqual({
       code: 0,
       out: 'nova_compute\nneutron_agent\ncron\n',
       err: '',
@@ -164,7 +148,7 @@ describe('__complete containers (the scripts’ helper)', () => {
   });
 
   it('prints nothing and exits 0 when the daemon does not answer', async () => {
-    expect(await cli(['--socket', join(dir, 'nobody.sock'), '__complete', 'containers'], {})).toEqual({
+    expect(await runSpcctl(['--socket', join(dir, 'nobody.sock'), '__complete', 'containers'], {})).toEqual({
       code: 0,
       out: '',
       err: '',
@@ -172,7 +156,7 @@ describe('__complete containers (the scripts’ helper)', () => {
   });
 
   it('is left out of the usage text', async () => {
-    const help = await cli(['--help'], {});
+    const help = await runSpcctl(['--help'], {});
     expect(help.out).toContain('completion bash|zsh');
     expect(help.out).not.toContain('__complete');
   });
@@ -180,12 +164,12 @@ describe('__complete containers (the scripts’ helper)', () => {
 
 describe('spcctl completion zsh', () => {
   it('prints a zsh script made from the same table; a bad shell is a usage error', async () => {
-    const z = await cli(['completion', 'zsh'], {});
+    const z = await runSpcctl(['completion', 'zsh'], {});
     expect(z.code).toBe(0);
     expect(z.out).toBe(zshScript());
     expect(z.out.startsWith('#compdef spcctl\n')).toBe(true);
     expect(z.out).toContain('    generations) flags=(--diff --socket --json --output -o --help -h)');
-    expect(await cli(['completion', 'fish'], {})).toMatchObject({
+    expect(await runSpcctl(['completion', 'fish'], {})).toMatchObject({
       code: 2,
       err: 'spcctl: completion: unknown shell "fish" (expected bash or zsh)\n',
     });

@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream';
 import { load } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../agent/api/handler.js';
@@ -9,15 +8,8 @@ import { SpcdError } from '../../agent/errors.js';
 import { silentLogger } from '../../agent/log.js';
 import { FakeActions, FakeStatus } from '../support/api-fakes.js';
 import { call, serveOnTempSocket } from '../support/api-http.js';
+import { Capture, runSpcctl } from '../support/cli-run.js';
 import { waitFor } from '../support/wait.js';
-
-class Capture extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
 
 /** The fake daemon, answering generation diffs of `cron` 2 -> 3. */
 class DiffStatus extends FakeStatus {
@@ -68,12 +60,8 @@ beforeAll(async () => {
 });
 afterAll(() => close());
 
-async function cli(args: string[]) {
-  const stdout = new Capture();
-  const stderr = new Capture();
-  const code = await runCli(args, { stdout, stderr, env: { SPCD_SOCKET: sock } });
-  return { code, out: stdout.text, err: stderr.text };
-}
+/** spcctl against the fake daemon's socket. */
+const cli = (args: string[]) => runSpcctl(args, { SPCD_SOCKET: sock });
 
 describe('--output / -o', () => {
   it('parses -o, -oFORM, --output=FORM and --json as the same thing, before or after the command', () => {

@@ -1,26 +1,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../agent/api/handler.js';
 import { formatStatus } from '../../agent/cli/format.js';
-import { runCli } from '../../agent/cli/main.js';
 import { SpcdError } from '../../agent/errors.js';
 import { silentLogger } from '../../agent/log.js';
 import { demoContainer, FakeActions, FakeStatus } from '../support/api-fakes.js';
 import { serveOnTempSocket } from '../support/api-http.js';
-
-class Capture extends Writable {
-  text = '';
-  constructor(public isTTY = false) {
-    super();
-  }
-  override _write(chunk: Buffer, _enc: BufferEncoding, cb: () => void): void {
-    this.text += chunk.toString();
-    cb();
-  }
-}
+import { runSpcctl } from '../support/cli-run.js';
 
 const status = new FakeStatus();
 const actions = new FakeActions(status);
@@ -57,12 +45,9 @@ beforeAll(async () => {
 });
 afterAll(() => close());
 
-async function cli(args: string[], opts: { tty?: boolean; env?: NodeJS.ProcessEnv } = {}) {
-  const stdout = new Capture(opts.tty ?? false);
-  const stderr = new Capture();
-  const code = await runCli(args, { stdout, stderr, env: opts.env ?? { SPCD_SOCKET: sock } });
-  return { code, out: stdout.text, err: stderr.text };
-}
+/** spcctl against the fake daemon's socket (or `env`); `tty`: stdout is a terminal. */
+const cli = (args: string[], opts: { tty?: boolean; env?: NodeJS.ProcessEnv } = {}) =>
+  runSpcctl(args, opts.env ?? { SPCD_SOCKET: sock }, { tty: opts.tty ?? false });
 
 describe('tables and JSON', () => {
   it('status: a tree of sets with containers', async () => {

@@ -2,18 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../../agent/cli/main.js';
+import { runSpcctl } from '../support/cli-run.js';
 
-async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, {
-    stdout: { write: (t: string) => (out += t) },
-    stderr: { write: (t: string) => (err += t) },
-    env: {},
-  } as never);
-  return { code, out, err };
-}
+const cli = (argv: string[]) => runSpcctl(argv, {});
 
 describe('spcctl validate on the shipped definitions', () => {
   it.each(['container-sets', 'container-sets/demo', 'container-sets-e2e', 'container-sets-e2e/openstack'])(

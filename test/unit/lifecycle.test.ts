@@ -95,6 +95,29 @@ describe('Components', () => {
     expect(calls).toEqual(['start a', 'start b', 'start c', 'stop c', 'stop bad', 'stop b', 'stop a']);
   });
 
+  it('stopping drains every opened component at once, before the first stop is awaited', async () => {
+    const calls: string[] = [];
+    let releaseB: (() => void) | undefined;
+    const drained = (name: string, slowStop = false): Component => ({
+      name,
+      start: async () => undefined,
+      stop: async () => {
+        calls.push(`stop ${name}`);
+        if (slowStop) await new Promise<void>((r) => (releaseB = r));
+      },
+      drain: () => calls.push(`drain ${name}`),
+    });
+    const c = new Components([drained('a'), part('x', calls), drained('b', true)], log);
+    await c.start();
+    const stopped = c.stop();
+    await new Promise((r) => setImmediate(r));
+    // b's stop waits; a was drained already (its stop comes only after b's).
+    expect(calls).toEqual(['start x', 'drain b', 'drain a', 'stop b']);
+    releaseB?.();
+    await stopped;
+    expect(calls).toEqual(['start x', 'drain b', 'drain a', 'stop b', 'stop x', 'stop a']);
+  });
+
   it('a stop that throws does not keep the others open', async () => {
     const calls: string[] = [];
     const bad: Component = {

@@ -6,7 +6,8 @@ import { fakeReconciler, run, settle } from '../support/fake-reconciler.js';
 /**
  * The watchdog's heartbeat says the reconcile loop is alive: it beats while
  * the engine is away (the loop waits for it), and stops when a pass wedges.
- * A pass still listing when stop() returns shows as in flight until it ends.
+ * A pass still listing when stop() is called shows as in flight, and stop()
+ * waits for it (reconciler-shutdown.test.ts has the rest of stop()).
  */
 describe('reconciler heartbeat', () => {
   let p: FakeProcess | undefined;
@@ -33,10 +34,14 @@ describe('reconciler heartbeat', () => {
     await run(clock, 60_000);
     expect(beats).toBe(wedgedAt);
     expect(engine.hanging()).toEqual(['listManaged']);
-    await rec.stop();
+    // stop() waits for the wedged pass: let its listing answer.
+    const stopped = rec.stop();
+    engine.answerHung('listManaged');
+    await stopped;
+    expect(beats).toBe(wedgedAt);
   });
 
-  it('shows a pass still listing when stop() returns as in flight until the listing answers', async () => {
+  it('shows a pass still listing as in flight, and stop() resolves only once the listing answered', async () => {
     p = await FakeProcess.create();
     const { rec } = fakeReconciler(p);
     const { engine, clock } = p;
@@ -47,10 +52,12 @@ describe('reconciler heartbeat', () => {
     await run(clock, 1_000);
     expect(engine.hanging()).toEqual(['listManaged']);
     expect(rec.passInFlight()).toBe(true);
-    await rec.stop();
-    expect([rec.state, rec.passInFlight()]).toEqual(['stopped', true]);
-    engine.answerHung('listManaged');
+    let stopped = false;
+    const stopping = rec.stop().then(() => (stopped = true));
     await settle();
-    expect(rec.passInFlight()).toBe(false);
+    expect([rec.state, rec.passInFlight(), stopped]).toEqual(['stopping', true, false]);
+    engine.answerHung('listManaged');
+    await stopping;
+    expect([rec.state, rec.passInFlight()]).toEqual(['stopped', false]);
   });
 });
