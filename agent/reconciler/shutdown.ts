@@ -6,7 +6,7 @@ import type { Clock } from '../model/clock.js';
  * runs. systemd gives the whole stop 150 s (TimeoutStopSec); the components
  * stopped after the reconciler (API, definitions, health checks, the state
  * lock) take well under a second, so 120 s leaves room for them and for a
- * fleet integration's own wait. See docs/decisions/0030-h-stop-shutdown.md.
+ * fleet integration's own wait. See docs/decisions/0030-reconciler-shutdown.md.
  */
 export const STOP_DEADLINE_MS = 120_000;
 

@@ -8,7 +8,7 @@ import { desired, fakeReconciler, run, until } from '../support/fake-reconciler.
 import { containerSpec } from '../support/spec.js';
 
 /**
- * Reconciler.stop() (docs/decisions/0030-h-stop-shutdown.md): no new pass;
+ * Reconciler.stop() (docs/decisions/0030-reconciler-shutdown.md): no new pass;
  * the pass in flight begins no more steps and says how many it leaves (never
  * "step failed"); the steps already running finish; stop() resolves when they
  * have, or at STOP_DEADLINE_MS, logging what still runs and killing nothing.
