@@ -197,8 +197,10 @@ describe(
       });
       desired(ns, 'maxConcurrent: 1\n');
       await waitFor('pull retried', () => node!.pulls >= 3);
-      const report = phaseFrom(server.get('leases', ns, phaseLeaseName('compute-0')) as V1Lease);
-      expect(report).toMatchObject({ phase: 'pull-failed', reason: 'IMAGE_PULL_FAILED' });
+      // the report is written once it has settled (runner.ts phaseSettleMs)
+      const report = () => phaseFrom(server.get('leases', ns, phaseLeaseName('compute-0')) as V1Lease);
+      await waitFor('pull-failed reported', () => report()?.phase === 'pull-failed');
+      expect(report()).toMatchObject({ phase: 'pull-failed', reason: 'IMAGE_PULL_FAILED' });
       // a slot pass lists the Leases, a take writes a slot Lease (the ledger and phases are read by name)
       const slotCalls = () =>
         server.calls.filter(
