@@ -11,10 +11,11 @@
  * calls plus the messages nodes send on streams (watch requests, lease
  * keep-alives), since t0.
  *
- *   npm run bench:fleet-etcd -- [--nodes 1000] [--slots 10] [--window 50] [--clients 50] [--ttl 15]
+ *   npm run bench:fleet-etcd -- [--nodes 1000] [--slots 10] [--window 50] [--clients 50] [--ttl 60]
  */
 import type { Etcd3 } from 'etcd3';
 import { existsSync } from 'node:fs';
+import { SLOT_TTL_SECONDS } from '../agent/daemon/etcd-wiring.js';
 import { connectEtcd } from '../agent/etcd/client.js';
 import { EtcdCluster } from '../test/support/etcd-cluster.js';
 import { EtcdFleet } from '../test/support/etcd-fleet.js';
@@ -24,7 +25,8 @@ const nodes = arg('nodes', 1000);
 const N = arg('slots', 10);
 const W = arg('window', 50);
 const clients = arg('clients', 50);
-const ttl = arg('ttl', 15);
+// the daemon's lease TTL: each node renews its lease every third of it, whatever it is doing
+const ttl = arg('ttl', SLOT_TTL_SECONDS);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** When each simulated upgrade began and ended (performance.now()). */
 const starts: number[] = [];
