@@ -21,6 +21,7 @@ import {
   type Phase,
   type PhaseReport,
 } from './decide.js';
+import { PhaseReporter } from './phase-reporter.js';
 import { parseRollout, type RolloutSpec } from './spec.js';
 
 export interface RolloutActions {
@@ -82,22 +83,25 @@ class Superseded extends Error {}
 
 export class RolloutRunner {
   private run: Run | undefined;
-  private last: PhaseReport | undefined;
   private follower: { stop(): void } | undefined;
-  private unwritten: PhaseReport | undefined;
-  private writing: Promise<void> | undefined;
-  /** Cancels the pending settle (or retry) timer before the next write. */
-  private writeTimer: { cancel(): void; retry: boolean } | undefined;
+  private readonly phases: PhaseReporter;
   private stopped = false;
   private readonly random: () => number;
 
   constructor(private readonly o: RolloutRunnerOptions) {
     this.random = o.random ?? Math.random;
+    this.phases = new PhaseReporter({
+      backend: o.backend,
+      clock: o.clock,
+      log: o.log,
+      settleMs: o.phaseSettleMs ?? 300,
+      retryDelay: () => this.recheckDelay(),
+    });
   }
 
   /** Reads this node's last report, then follows the desired document. */
   async start(): Promise<void> {
-    this.last = await this.o.backend.readPhase().catch(() => undefined);
+    this.phases.last = await this.o.backend.readPhase().catch(() => undefined);
     this.follower = await this.o.backend.followDesired(
       (d) => this.onDesired(d),
       (err) => this.o.log.warn({ code: err.code, err: err.message }, 'desired document invalid; ignored'),
@@ -107,6 +111,7 @@ export class RolloutRunner {
   /** Stops following; a run waiting or queued ends, an upgrade under way finishes first. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.phases.stop();
     this.follower?.stop();
     this.run?.abort.abort();
     await this.run?.done;
@@ -141,8 +146,8 @@ export class RolloutRunner {
       return;
     }
     // finished before a restart (or before this re-delivery)
-    if (this.last?.rollout === spec.id && this.last.target === target && FINAL.includes(this.last.phase))
-      return;
+    const last = this.phases.last;
+    if (last?.rollout === spec.id && last.target === target && FINAL.includes(last.phase)) return;
     prev?.abort.abort();
     const run: Run = { doc, target, spec, abort: new AbortController(), done: Promise.resolve() };
     run.done = (prev?.done ?? Promise.resolve())
@@ -155,84 +160,21 @@ export class RolloutRunner {
     this.run = run;
   }
 
-  /**
-   * Publishes this node's phase without waiting for it: the newest report
-   * wins, one write at a time, each written phaseSettleMs after it was made,
-   * so a slot is never held for a status write and quick successive phases
-   * cost one request. flushPhases() writes the last one at once and awaits it.
-   */
+  /** Publishes this node's phase (phase-reporter.ts: settled, newest wins, never waited for). */
   private phase(run: Run, phase: Phase, extra: Partial<PhaseReport> = {}): void {
-    const r: PhaseReport = {
+    this.phases.report({
       node: this.o.node,
       rollout: run.spec.id,
       target: run.target,
       phase,
       since: this.o.clock.now(),
       ...extra,
-    };
-    if (
-      this.last &&
-      this.last.rollout === r.rollout &&
-      this.last.target === r.target &&
-      this.last.phase === phase &&
-      this.last.reason === r.reason
-    )
-      return;
-    this.last = r;
-    this.unwritten = r;
-    this.scheduleWrite();
-  }
-
-  /** Writes the newest report after the settle time, unless a write or a timer is already pending. */
-  private scheduleWrite(): void {
-    if (this.writing || this.writeTimer || !this.unwritten) return;
-    const settle = this.o.phaseSettleMs ?? 300;
-    if (settle <= 0) return this.kickWrites();
-    this.setWriteTimer(settle, false);
-  }
-
-  private setWriteTimer(ms: number, retry: boolean): void {
-    const cancel = this.o.clock.setTimer(ms, () => {
-      this.writeTimer = undefined;
-      this.kickWrites();
     });
-    this.writeTimer = { cancel, retry };
   }
 
-  private kickWrites(): void {
-    const r = this.unwritten;
-    if (this.writing || !r) return;
-    this.writeTimer?.cancel();
-    this.writeTimer = undefined;
-    this.unwritten = undefined;
-    let failed = false;
-    this.writing = this.o.backend
-      .writePhase(r)
-      .catch((err: unknown) => {
-        this.o.log.warn(
-          { phase: r.phase, code: isSpcdError(err) ? err.code : 'INTERNAL' },
-          'phase report failed; retrying',
-        );
-        // The last report must reach the cluster (a node done while it was unreachable
-        // would show upgrading for ever): written again later, unless a newer one came.
-        if (this.stopped || this.unwritten) return;
-        failed = true;
-        this.unwritten = r;
-        this.setWriteTimer(this.recheckDelay(), true);
-      })
-      .finally(() => {
-        this.writing = undefined;
-        if (!failed) this.scheduleWrite(); // a newer report arrived meanwhile
-      });
-  }
-
-  /** Writes the newest phase now, unless it waits to be retried, and resolves once it is written (or failed). */
-  async flushPhases(): Promise<void> {
-    for (;;) {
-      if (this.writeTimer && !this.writeTimer.retry) this.kickWrites();
-      if (!this.writing) return;
-      await this.writing;
-    }
+  /** Resolves once the newest phase is written (or its write failed). */
+  flushPhases(): Promise<void> {
+    return this.phases.flush();
   }
 
   /** Waits ms, or until the run's rules change; rejects when the run is superseded or stopped. */
