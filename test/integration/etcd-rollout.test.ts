@@ -42,15 +42,22 @@ function fleet(opts: Partial<ConstructorParameters<typeof EtcdFleet>[0]> = {}): 
 const names = (k: number, tag: string): string[] => Array.from({ length: k }, (_, i) => `${tag}-${i}`);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Waits until every named node reports `phase` (and `reason`, when given) in etcd. */
+/**
+ * Waits until every named node reports `phase` (and `reason`, when given) in
+ * etcd. A `done` with reason `up-to-date` is a node's report of the document
+ * before the test's (none: nothing to do), written at its start: it counts
+ * only when asked for.
+ */
 async function allReport(f: EtcdFleet, nodes: string[], phase: string, reason?: string, timeoutMs = 60_000) {
   await waitFor(
     `${nodes.join(',')} ${phase}${reason ? ` (${reason})` : ''}`,
     async () => {
       const p = await f.phases();
-      return nodes.every(
-        (node) => p.get(node)?.phase === phase && (!reason || p.get(node)?.reason === reason),
-      );
+      return nodes.every((node) => {
+        const r = p.get(node);
+        if (r?.reason === 'up-to-date' && reason !== 'up-to-date') return false;
+        return r?.phase === phase && (!reason || r.reason === reason);
+      });
     },
     { timeoutMs, intervalMs: 100 },
   ).catch(async (err: unknown) => {
