@@ -69,12 +69,28 @@ export function connectEtcd(c: EtcdConnection): Etcd3 {
   return new Etcd3(etcdOptions(c));
 }
 
+/**
+ * An etcd3 / gRPC error's text for display. grpc-js ends a failed connection's
+ * text with its resolver's note, most often empty ("... Last error: Error:
+ * connect ECONNREFUSED 127.0.0.1:2379. Resolution note: "): the empty note
+ * and the nested "Error: " are cut; a note with text stays. Display only: no
+ * decision is taken on this text (the error's class and code are kept as the
+ * SpcdError's cause).
+ */
+export function etcdErrorText(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text
+    .replace(/\.?\s*Resolution note:\s*$/, '')
+    .replace(/Last error: Error: /g, 'Last error: ')
+    .trim();
+}
+
 /** An etcd3 / gRPC failure as spcd's error (a bug in spcd stays itself). */
 export function unavailable(err: unknown, what: string): SpcdError {
   if (err instanceof SpcdError) return err;
   return new SpcdError(
     'ETCD_UNAVAILABLE',
-    `etcd: ${what}: ${(err as Error).message}`,
+    `etcd: ${what}: ${etcdErrorText(err)}`,
     { during: what },
     { cause: err },
   );

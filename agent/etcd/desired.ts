@@ -21,6 +21,11 @@ function invalid(key: string, message: string, details: Record<string, unknown> 
   return new SpcdError('SPEC_INVALID', `etcd key ${key}: ${message}`, { key, ...details });
 }
 
+/** The desired key's `rollout` part as the rollout object's errors name it. */
+export function etcdSource(key: string): string {
+  return `etcd key ${key}, field rollout`;
+}
+
 /** Parses the desired key's value; throws SPEC_INVALID / SPEC_YAML naming the key (and the part). */
 export function parseEtcdDesired(text: string, key: string, version: string): DesiredDocument {
   let doc: unknown;
@@ -41,7 +46,7 @@ export function parseEtcdDesired(text: string, key: string, version: string): De
   for (const k of PARTS) if (map[k] !== undefined && map[k] !== null) data[k] = yaml.dump(map[k]);
   try {
     const d = parseDesired({ metadata: { name: key, resourceVersion: version }, data });
-    return { version, images: d.images, globals: d.globals, rollout: d.rollout };
+    return { version, images: d.images, globals: d.globals, rollout: d.rollout, source: etcdSource(key) };
   } catch (err) {
     throw asEtcdKeyError(err, key);
   }

@@ -11,7 +11,7 @@ import type { PhaseReport } from '../rollout/decide.js';
 import { fleetView, type FleetStatus } from '../rollout/fleet-view.js';
 import { ledgerFromJson, phaseFromJson } from '../rollout/records.js';
 import { connectEtcd, unavailable } from './client.js';
-import { asEtcdKeyError, parseEtcdDesired } from './desired.js';
+import { parseEtcdDesired } from './desired.js';
 import { fleetKeys } from './keys.js';
 import { decodeEntry } from './queue.js';
 import type { EtcdSettings } from './settings.js';
@@ -82,14 +82,11 @@ export async function readEtcdFleetStatus(
   const desired =
     desiredText === undefined ? undefined : parseEtcdDesired(desiredText, keys.desired, revision);
   const slots = slotHolders(queue, desired?.rollout, phases);
-  try {
-    return {
-      ...source,
-      ...fleetView({ desired, ledger: ledgerFromJson(byKey.get(keys.ledger)), phases, slots }, now),
-    };
-  } catch (err) {
-    throw asEtcdKeyError(err, keys.desired); // the rollout object's checks name the ConfigMap's key
-  }
+  // the rollout object's checks name the key (desired.source)
+  return {
+    ...source,
+    ...fleetView({ desired, ledger: ledgerFromJson(byKey.get(keys.ledger)), phases, slots }, now),
+  };
 }
 
 /**

@@ -13,6 +13,7 @@
  * follows one key H places ahead of it, and looks again when that key
  * announces it is near the front (rank below N + H) or goes away.
  */
+import { SpcdError } from '../errors.js';
 
 /** How many waiters past the N holders keep a watch on the whole queue: H, at least 2. */
 export function windowOf(n: number): number {
@@ -63,13 +64,21 @@ export type Placement =
 /**
  * Where a waiter stands, from one listing of the keys created before its own:
  * newest first, at most listLimit(n) of them, `more` when there were more.
+ * A listing that says more follow but holds fewer than H keys is impossible
+ * (etcd returns up to the limit asked): INTERNAL, with the counts.
  */
 export function place(n: number, newestFirst: readonly AheadKey[], more: boolean): Placement {
   if (!more && newestFirst.length < n) return { kind: 'admitted' };
   const h = windowOf(n);
   if (!more) return { kind: 'window', ahead: new Set(newestFirst.map((k) => k.key)) };
   const followed = newestFirst[h - 1];
-  if (!followed) throw new Error(`a listing with more keys returned only ${newestFirst.length}`);
+  if (!followed)
+    throw new SpcdError(
+      'INTERNAL',
+      `etcd slot queue: a listing of the keys ahead said more follow but returned only ${newestFirst.length} ` +
+        `(asked for up to ${listLimit(n)}, N = ${n}; following needs at least ${h})`,
+      { n, listed: newestFirst.length, more, limit: listLimit(n), needed: h },
+    );
   return { kind: 'follow', key: followed.key };
 }
 

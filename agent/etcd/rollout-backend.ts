@@ -15,7 +15,7 @@ import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { DesiredDocument, RolloutBackend } from '../rollout/backend.js';
 import type { Ledger, PhaseReport } from '../rollout/decide.js';
-import { unavailable } from './client.js';
+import { etcdErrorText, unavailable } from './client.js';
 import { parseEtcdDesired } from './desired.js';
 import { fleetKeys } from './keys.js';
 import { EtcdSlots } from './slots.js';
@@ -97,7 +97,7 @@ export class EtcdRolloutBackend implements RolloutBackend {
         w.on('put', (kv) => deliver(kv));
         w.on('delete', () => deliver(undefined));
         w.on('error', (err) => {
-          log.warn({ err: err.message }, 'desired key watch ended; reading it again');
+          log.warn({ err: etcdErrorText(err) }, 'desired key watch ended; reading it again');
           watcher = undefined;
           void w.cancel().catch(() => undefined);
           cancelRetry = clock.setTimer(this.d.retryMs ?? 5_000, () => void start());
@@ -105,7 +105,7 @@ export class EtcdRolloutBackend implements RolloutBackend {
         watcher = w;
         if (stopped) void w.cancel().catch(() => undefined);
       } catch (err) {
-        log.warn({ err: (err as Error).message, key }, 'desired key unreadable; retrying');
+        log.warn({ err: etcdErrorText(err), key }, 'desired key unreadable; retrying');
         cancelRetry = clock.setTimer(this.d.retryMs ?? 5_000, () => void start());
       }
     };

@@ -279,37 +279,40 @@ export class EtcdSlots {
       const look = (): void => {
         stopWatch();
         if (settled) return;
-        this.listAhead(n, me).then(({ ahead, more, revision }) => {
-          if (settled) return;
-          const p = place(n, ahead, more);
-          const from = String(BigInt(revision) + 1n);
-          if (p.kind === 'admitted') {
-            near(ahead.length); // a follower of ours may be waiting for it
-            return finish(me.key);
-          }
-          if (p.kind === 'follow') {
-            const w = client.watch().key(p.key).startRevision(from).watcher();
-            const moved = (): void => {
-              if (watcher === w) look();
-            };
-            w.on('put', (kv: IKeyValue) => {
-              if (decodeEntry(kv.value.toString()).near) moved();
+        // a throw while placing or watching ends the wait too (never an unhandled rejection)
+        this.listAhead(n, me)
+          .then(({ ahead, more, revision }) => {
+            if (settled) return;
+            const p = place(n, ahead, more);
+            const from = String(BigInt(revision) + 1n);
+            if (p.kind === 'admitted') {
+              near(ahead.length); // a follower of ours may be waiting for it
+              return finish(me.key);
+            }
+            if (p.kind === 'follow') {
+              const w = client.watch().key(p.key).startRevision(from).watcher();
+              const moved = (): void => {
+                if (watcher === w) look();
+              };
+              w.on('put', (kv: IKeyValue) => {
+                if (decodeEntry(kv.value.toString()).near) moved();
+              });
+              w.on('delete', moved);
+              return watch(w);
+            }
+            const left = new Set(p.ahead);
+            const w = client.watch().prefix(this.queuePrefix).startRevision(from).only('delete').watcher();
+            w.on('delete', (kv: IKeyValue) => {
+              const k = kv.key.toString();
+              if (k === me.key) return finish(gone(me.key));
+              if (!left.delete(k)) return;
+              near(left.size);
+              if (left.size < n) finish(me.key);
             });
-            w.on('delete', moved);
-            return watch(w);
-          }
-          const left = new Set(p.ahead);
-          const w = client.watch().prefix(this.queuePrefix).startRevision(from).only('delete').watcher();
-          w.on('delete', (kv: IKeyValue) => {
-            const k = kv.key.toString();
-            if (k === me.key) return finish(gone(me.key));
-            if (!left.delete(k)) return;
+            watch(w);
             near(left.size);
-            if (left.size < n) finish(me.key);
-          });
-          watch(w);
-          near(left.size);
-        }, finish);
+          })
+          .catch((err: unknown) => finish(unavailable(err, 'looking for this node in the slot queue')));
       };
       if (aheadAtJoin < n) {
         near(aheadAtJoin);

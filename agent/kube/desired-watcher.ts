@@ -23,6 +23,14 @@ export interface DesiredFromConfigMap {
   readonly globals: Readonly<Record<string, unknown>>;
   /** The `rollout` key as parsed YAML (validated by the rollout runner); undefined when absent. */
   readonly rollout?: Record<string, unknown>;
+  /** Where `rollout` came from, for its errors: `ConfigMap <namespace>/<name> key "rollout"`. */
+  readonly source: string;
+}
+
+/** The ConfigMap's `rollout` key as the rollout object's errors name it. */
+export function configMapSource(cm: V1ConfigMap): string {
+  const ns = cm.metadata?.namespace;
+  return `ConfigMap ${ns ? `${ns}/` : ''}${cm.metadata?.name ?? ''} key "rollout"`;
 }
 
 export interface DesiredWatcherDeps {
@@ -84,6 +92,7 @@ export function parseDesired(cm: V1ConfigMap): DesiredFromConfigMap {
     images: images as Record<string, string>,
     globals,
     ...(rollout ? { rollout } : {}),
+    source: configMapSource(cm),
   };
 }
 

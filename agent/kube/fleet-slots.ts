@@ -15,6 +15,8 @@
  * not a race among all waiters. The label `slot.spcd.openstack.org/<node>`
  * marks the slot a node holds and the one whose queue it heads, so each
  * waiter watches with one label selector and hears only of its own turn.
+ * A waiter's own queue writes (join, leave, hand on) are in
+ * slot-queue-writes.ts; the queue's pure parts in slot-queue.ts.
  */
 import { V1MicroTime, type V1Lease } from '@kubernetes/client-node';
 import { SpcdError, isSpcdError } from '../errors.js';
@@ -24,7 +26,6 @@ import type { KubeApi, WatchEventType, WatchHandle } from './client.js';
 import { fromMicroTime } from './lease-time.js';
 import {
   CONCERNS_PREFIX,
-  QUEUE_PREFIX,
   SLOT_LABEL,
   nodeLabel,
   queueOf,
@@ -250,24 +251,11 @@ export class FleetSlots {
   }
 
   /**
-   * Joins the slot's queue: a merge patch adding this node's own annotation
-   * key (no resourceVersion: joining never conflicts). Seeing nobody queued,
-   * it also labels the slot as its concern (the head watches for the
-   * holder's expiry; the next guarded write sets the labels right). Resolves
-   * the lease patched, or undefined when the slot is gone.
+   * A JSON merge patch of one slot (no resourceVersion: a queue member's own
+   * keys, slot-queue-writes.ts). Resolves the lease patched, or undefined
+   * when the slot is gone.
    */
-  async enqueue(name: string, seen: V1Lease): Promise<V1Lease | undefined> {
-    const me = this.deps.holder;
-    const queue = queueOf(seen);
-    if (queue.includes(me)) return seen;
-    const patch = {
-      metadata: {
-        annotations: {
-          [QUEUE_PREFIX + nodeLabel(me)]: JSON.stringify({ node: me, at: this.deps.clock.now() }),
-        },
-        ...(queue.length === 0 ? { labels: { [CONCERNS_PREFIX + nodeLabel(me)]: 'true' } } : {}),
-      },
-    };
+  async patchSlot(name: string, patch: object): Promise<V1Lease | undefined> {
     try {
       return await this.deps.api.patchLease(this.deps.namespace, name, patch);
     } catch (err) {
@@ -276,38 +264,9 @@ export class FleetSlots {
     }
   }
 
-  /**
-   * Leaves the slot's queue (a waiter that gave up or took another slot): a
-   * merge patch removing its key. When the slot was handed to us meanwhile,
-   * hands it on at once.
-   */
-  async leaveQueue(name: string): Promise<void> {
-    const me = this.deps.holder;
-    const lease = await this.read(name);
-    if (!lease) return;
-    if (lease.spec?.holderIdentity === me) return this.handOn(name, lease);
-    if (!queueOf(lease).includes(me)) return;
-    try {
-      await this.deps.api.patchLease(this.deps.namespace, name, {
-        metadata: {
-          annotations: { [QUEUE_PREFIX + nodeLabel(me)]: null },
-          labels: { [CONCERNS_PREFIX + nodeLabel(me)]: null },
-        },
-      });
-    } catch (err) {
-      if (!isSpcdError(err, 'NOT_FOUND')) throw err;
-    }
-  }
-
-  /**
-   * Hands on a slot handed to this node that it does not want (it holds or
-   * waits for another): to its queue, else to a waiter elsewhere (it was
-   * handed over, so slots are contended), else cleared.
-   */
-  handOn(name: string, lease: V1Lease): Promise<void> {
-    const h = new SlotHandle(name, lease, this.deps.clock.now());
-    h.waited = true;
-    return this.release(h);
+  /** This node's clock now (a queue entry's `at`). */
+  now(): number {
+    return this.deps.clock.now();
   }
 
   /**

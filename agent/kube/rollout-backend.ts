@@ -75,6 +75,7 @@ export class KubeRolloutBackend implements RolloutBackend {
               images: cm.images,
               globals: cm.globals,
               rollout: cm.rollout,
+              source: cm.source,
             },
           ),
         onInvalid,

@@ -24,6 +24,7 @@ import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { WatchHandle } from './client.js';
 import { SlotHandle, queueOf, type FleetSlots } from './fleet-slots.js';
+import { enqueue, handOn, leaveQueue } from './slot-queue-writes.js';
 
 export interface SlotWaitOptions {
   readonly clock: Clock;
@@ -109,7 +110,7 @@ export function waitForSlot(
       // the queue, or hand on what was handed to us meanwhile.
       if (v instanceof SpcdError || (v instanceof SlotHandle && v.name !== mine))
         // After a join still in flight: leaving first would leave its key behind for good.
-        void inflight.then(() => slots.leaveQueue(mine)).catch(() => undefined);
+        void inflight.then(() => leaveQueue(slots, mine)).catch(() => undefined);
       if (v instanceof SpcdError) reject(v);
       else resolve(v);
     };
@@ -162,7 +163,7 @@ export function waitForSlot(
       );
     const join = (lease: V1Lease): void =>
       run(
-        () => slots.enqueue(mine, lease),
+        () => enqueue(slots, mine, lease),
         (written, fresh) => {
           if (!written) refused();
           else if (fresh) seen.set(mine, written);
@@ -220,7 +221,7 @@ export function waitForSlot(
         return;
       }
       const now = clock.now();
-      if ((slots.expiresAt(lease) ?? 0) > now) void slots.handOn(name, lease).catch(() => undefined);
+      if ((slots.expiresAt(lease) ?? 0) > now) void handOn(slots, name, lease).catch(() => undefined);
     };
 
     /** Slots handed to us, and the slot whose queue we head. */

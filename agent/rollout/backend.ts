@@ -16,6 +16,11 @@ export interface DesiredDocument {
   readonly globals: Readonly<Record<string, unknown>>;
   /** The parsed `rollout` value, not yet validated; undefined when absent. */
   readonly rollout: unknown;
+  /**
+   * Where `rollout` came from, as its errors begin: `ConfigMap <ns>/<name> key
+   * "rollout"` or `etcd key <prefix>desired, field rollout` (set by the backend).
+   */
+  readonly source: string;
 }
 
 export interface RolloutBackend {

@@ -56,7 +56,9 @@ export type FleetStatus = FleetSource & FleetView;
 export interface FleetRecords {
   /** The desired document, parsed (its parser names the key of a bad part); undefined when absent. */
   readonly desired:
-    | (Pick<DesiredDocument, 'images' | 'globals'> & { readonly rollout?: DesiredDocument['rollout'] })
+    | (Pick<DesiredDocument, 'images' | 'globals' | 'source'> & {
+        readonly rollout?: DesiredDocument['rollout'];
+      })
     | undefined;
   readonly ledger: Ledger | undefined;
   readonly phases: readonly PhaseReport[];
@@ -75,7 +77,7 @@ export function fleetView(r: FleetRecords, now: number): FleetView {
   const base = { nodes, slots, at: now };
   const d = r.desired;
   if (!d) return { ...base, desired: false };
-  const spec = parseRollout(d.rollout, { maxConcurrent: 1, id: targetId(d) });
+  const spec = parseRollout(d.rollout, { maxConcurrent: 1, id: targetId(d) }, d.source);
   const named = (d.rollout as { maxConcurrent?: unknown } | undefined)?.maxConcurrent !== undefined;
   return {
     ...base,

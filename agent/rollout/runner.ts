@@ -126,10 +126,20 @@ export class RolloutRunner {
   onDesired(d: DesiredDocument | undefined): void {
     if (this.stopped) return;
     // Gone: the cluster layer empties (a change like any other, under a slot).
-    const doc: DesiredDocument = d ?? { version: 'absent', images: {}, globals: {}, rollout: undefined };
+    const doc: DesiredDocument = d ?? {
+      version: 'absent',
+      images: {},
+      globals: {},
+      rollout: undefined,
+      source: 'absent',
+    };
     let spec: RolloutSpec;
     try {
-      spec = parseRollout(doc.rollout, { maxConcurrent: this.o.defaultMaxConcurrent, id: targetId(doc) });
+      spec = parseRollout(
+        doc.rollout,
+        { maxConcurrent: this.o.defaultMaxConcurrent, id: targetId(doc) },
+        doc.source,
+      );
     } catch (err) {
       const e = err as SpcdError;
       this.o.log.warn(

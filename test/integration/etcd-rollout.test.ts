@@ -43,13 +43,16 @@ function fleet(opts: Partial<ConstructorParameters<typeof EtcdFleet>[0]> = {}): 
 const names = (k: number, tag: string): string[] => Array.from({ length: k }, (_, i) => `${tag}-${i}`);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Waits until every named node reports `phase` (and `reason`, when given) in etcd. */
+/**
+ * Waits until every named node reports `phase` (and `reason`, when given) in
+ * etcd for the target last published: a node's report of the document before
+ * the test's (`done`, `up-to-date`, written at its start) does not count.
+ */
 async function allReport(f: EtcdFleet, nodes: string[], phase: string, reason?: string, timeoutMs = 60_000) {
   await waitFor(
     `${nodes.join(',')} ${phase}${reason ? ` (${reason})` : ''}`,
     async () => {
       const p = await f.phases();
-      // a report of the published target (a node's report from before it was told is not one)
       return nodes.every((node) => {
         const r = p.get(node);
         return (

@@ -20,8 +20,9 @@ export class MemoryCluster {
   slotTakes = 0;
   private readonly waiters: (() => void)[] = [];
 
-  publish(d: Omit<DesiredDocument, 'version'> | undefined): void {
-    this.desired = d && { ...d, version: String(++this.docVersion) };
+  /** A new desired document (`source` defaults to 'memory cluster'). */
+  publish(d: (Omit<DesiredDocument, 'version' | 'source'> & { source?: string }) | undefined): void {
+    this.desired = d && { source: 'memory cluster', ...d, version: String(++this.docVersion) };
     for (const l of this.listeners) l(this.desired);
   }
 

@@ -171,7 +171,7 @@ describe('the fleet view from etcd records', () => {
     );
     expect(bad.code).toBe('SPEC_INVALID');
     expect(bad.message).toMatch(
-      /^etcd key \/spcd\/desired: rollout: rollout\.canary\.nodes must be a whole number >= 1/,
+      /^etcd key \/spcd\/desired, field rollout: rollout\.canary\.nodes must be a whole number >= 1, got 0$/,
     );
     const part = await refused(
       readEtcdFleetStatus(fakeEtcd({ [`${P}desired`]: 'imagez: {}\n' }).read, where, NOW),

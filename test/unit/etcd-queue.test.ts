@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { SpcdError } from '../../agent/errors.js';
 import {
   decodeEntry,
   encodeEntry,
@@ -49,8 +50,19 @@ describe('the etcd slot queue (pure part)', () => {
     expect(place(n, l.keys, l.more)).toEqual({ kind: 'follow', key: `q${k - h}` });
   });
 
-  it('refuses a listing that says there is more but is short (a bug, not a place)', () => {
-    expect(() => place(4, [{ key: 'a', value: '' }], true)).toThrow(/only 1/);
+  it('refuses a listing that says there is more but is short: INTERNAL (a bug, not a place), with the counts', () => {
+    let thrown: unknown;
+    try {
+      place(4, [{ key: 'a', value: '' }], true);
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(SpcdError);
+    const e = thrown as SpcdError;
+    expect(e.code).toBe('INTERNAL');
+    expect(e.status).toBe(500);
+    expect(e.details).toEqual({ n: 4, listed: 1, more: true, limit: listLimit(4), needed: windowOf(4) });
+    expect(e.message).toContain('returned only 1');
   });
 
   it('a followed key announces near at rank N + H - 1, so its follower is in the window when it looks', () => {

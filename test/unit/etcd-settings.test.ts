@@ -107,6 +107,7 @@ describe('the desired document in etcd', () => {
       images: { nova_compute: 'reg/nova:31' },
       globals: { openstack_release: '2024.2' },
       rollout: { id: 'nova-31', maxConcurrent: 10 },
+      source: 'etcd key /spcd/desired, field rollout',
     });
   });
 
@@ -116,6 +117,7 @@ describe('the desired document in etcd', () => {
       images: {},
       globals: {},
       rollout: undefined,
+      source: 'etcd key /spcd/desired, field rollout',
     });
     expect(parseEtcdDesired('{"images":{"a":"b:1"}}', KEY, '2').images).toEqual({ a: 'b:1' });
   });

@@ -14,11 +14,12 @@ import { parseRollout } from '../../agent/rollout/spec.js';
 import { isOpen, opensAt, windowState, parseWindow } from '../../agent/rollout/windows.js';
 
 const DEF = { maxConcurrent: 10, id: 't-abc' };
+const SRC = 'ConfigMap spcd-system/spcd-desired key "rollout"';
 const at = (iso: string): number => Date.parse(iso);
 
 function problem(raw: unknown): { field: unknown; message: string } {
   try {
-    parseRollout(raw, DEF);
+    parseRollout(raw, DEF, SRC);
   } catch (err) {
     if (isSpcdError(err, 'SPEC_INVALID')) return { field: err.details.field, message: err.message };
     throw err;
@@ -28,7 +29,7 @@ function problem(raw: unknown): { field: unknown; message: string } {
 
 describe('the rollout object', () => {
   it('absent: the node defaults (N = --fleet-slots, no canary, no budget, always open)', () => {
-    expect(parseRollout(undefined, DEF)).toEqual({
+    expect(parseRollout(undefined, DEF, SRC)).toEqual({
       id: 't-abc',
       maxConcurrent: 10,
       paused: false,
@@ -50,6 +51,7 @@ describe('the rollout object', () => {
         ],
       },
       DEF,
+      SRC,
     );
     expect(s).toMatchObject({
       id: 'nova-29.1',
@@ -93,7 +95,7 @@ describe('the rollout object', () => {
   ])('rejects %j naming %s', (raw, field, words) => {
     const p = problem(raw);
     expect(p.field).toBe(field);
-    expect(p.message).toContain(field);
+    expect(p.message.startsWith(`${SRC}: ${String(field)} `)).toBe(true);
     expect(p.message).toContain(words);
   });
 });
@@ -138,6 +140,7 @@ describe('decide: may this node start now?', () => {
   const spec = parseRollout(
     { canary: { nodes: 2, soak: '5m' }, failureBudget: { maxFailed: 3, maxFailedPercent: 10 } },
     DEF,
+    SRC,
   );
   const now = at('2026-11-24T03:00:00Z');
 
@@ -162,25 +165,25 @@ describe('decide: may this node start now?', () => {
   });
 
   it('the budget: K failures, or a percentage of the nodes seen', () => {
-    const noCanary = parseRollout({ failureBudget: { maxFailed: 2 } }, DEF);
+    const noCanary = parseRollout({ failureBudget: { maxFailed: 2 } }, DEF, SRC);
     let l = withFailure(emptyLedger('t-abc'), 'x');
     expect(withFailure(l, 'x')).toBe(l); // counted once
     expect(decide(noCanary, l, 'c', now).kind).toBe('start');
     l = withFailure(l, 'y');
     expect(decide(noCanary, l, 'c', now)).toMatchObject({ kind: 'hold', reason: 'budget-exhausted' });
-    const pct = parseRollout({ failureBudget: { maxFailedPercent: 10 } }, DEF);
+    const pct = parseRollout({ failureBudget: { maxFailedPercent: 10 } }, DEF, SRC);
     const one = withFailure(emptyLedger('t-abc'), 'x');
     expect(decide(pct, one, 'c', now, 20).kind).toBe('start'); // 5 %
     expect(decide(pct, one, 'c', now, 10)).toMatchObject({ reason: 'budget-exhausted' }); // 10 %
   });
 
   it('paused, and a closed window with the time it opens', () => {
-    expect(decide(parseRollout({ paused: true }, DEF), emptyLedger('t-abc'), 'a', now)).toEqual({
+    expect(decide(parseRollout({ paused: true }, DEF, SRC), emptyLedger('t-abc'), 'a', now)).toEqual({
       kind: 'hold',
       phase: 'paused',
       reason: 'paused',
     });
-    const w = parseRollout({ windows: [{ cron: '0 22 * * *', duration: '2h' }] }, DEF);
+    const w = parseRollout({ windows: [{ cron: '0 22 * * *', duration: '2h' }] }, DEF, SRC);
     expect(decide(w, emptyLedger('t-abc'), 'a', now)).toEqual({
       kind: 'hold',
       phase: 'held',
