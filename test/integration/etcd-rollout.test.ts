@@ -115,8 +115,11 @@ describe('a rollout through a real 3-member etcd cluster', () => {
   }, 120_000);
 
   it('a node keeps one lease: its queue keys are bound to it rollout after rollout, and stopping revokes it', async () => {
+    // the first node's upgrade waits for the test, so all three are in the queue together
+    let open!: () => void;
+    let gate = Promise.resolve();
     // a TTL far longer than the waits below: a lease gone at stop was revoked, not lapsed
-    const f = fleet({ apply: () => sleep(100), slotTtlSeconds: 60 });
+    const f = fleet({ apply: () => gate, slotTtlSeconds: 60 });
     const probe = connectEtcd({ endpoints: cluster.endpoints() });
     onTestFinished(() => probe.close());
     const leases = async (): Promise<Set<string>> =>
@@ -131,10 +134,12 @@ describe('a rollout through a real 3-member etcd cluster', () => {
       ['r-s1', 'img:2'],
       ['r-s2', 'img:3'],
     ] as const) {
+      gate = new Promise<void>((r) => (open = r));
       await f.publish(`images: { svc: "${image}" }\nrollout: { id: ${round}, maxConcurrent: 1 }\n`);
       await waitFor('all three in the queue', async () => Object.keys(await f.slotHolders()).length === 3);
       const keys = Object.keys(await f.slotHolders()).map((k) => k.slice(k.lastIndexOf('/') + 1));
       expect(keys.sort()).toEqual(mine);
+      open();
       await allReport(f, nodes, 'done');
       await waitFor('every slot released', async () => Object.keys(await f.slotHolders()).length === 0);
       expect(await fresh()).toEqual(mine); // no lease granted or revoked for a slot
