@@ -22,12 +22,15 @@ export interface SessionLease {
 
 interface Live extends SessionLease {
   readonly lease: Lease;
+  id: string;
   lost: boolean;
   readonly listeners: Set<(err: Error) => void>;
 }
 
 export class EtcdSession {
   private live: Promise<Live> | undefined;
+  /** What `live` resolved to, while it is still the session's lease. */
+  private granted: Live | undefined;
   private closed = false;
 
   constructor(
@@ -58,11 +61,11 @@ export class EtcdSession {
    * a new one.
    */
   abandon(s: SessionLease): void {
-    void this.live?.then((l) => {
-      if (l !== s) return;
-      this.live = undefined;
-      l.lease.release();
-    });
+    const l = this.granted;
+    if (!l || l !== s) return; // lost already, or replaced: nothing renews it
+    this.granted = undefined;
+    this.live = undefined;
+    l.lease.release();
   }
 
   /** Revokes the lease (shutdown); when etcd does not answer, it lapses after its TTL. */
@@ -70,6 +73,7 @@ export class EtcdSession {
     this.closed = true;
     const live = await this.live?.catch(() => undefined);
     this.live = undefined;
+    this.granted = undefined;
     if (!live || live.lost) return;
     await live.lease.revoke().catch(() => live.lease.release());
   }
@@ -87,8 +91,12 @@ export class EtcdSession {
         return () => listeners.delete(f);
       },
     };
-    const p = lease.grant().then(
-      (id) => Object.assign(live, { id }),
+    const p: Promise<Live> = lease.grant().then(
+      (id) => {
+        live.id = id;
+        if (this.live === p && !live.lost) this.granted = live;
+        return live;
+      },
       (err: unknown) => {
         if (this.live === p) this.live = undefined;
         lease.release();
@@ -98,6 +106,7 @@ export class EtcdSession {
     lease.on('lost', (err) => {
       live.lost = true;
       if (this.live === p) this.live = undefined;
+      if (this.granted === live) this.granted = undefined;
       for (const f of [...listeners]) f(err);
       listeners.clear();
     });
