@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SpcdError } from '../../agent/errors.js';
-import { silentLogger } from '../../agent/log.js';
-import { RolloutRunner } from '../../agent/rollout/runner.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { MemoryCluster, settle } from '../support/memory-rollout-backend.js';
+import { oneNodeRunner } from '../support/one-node-runner.js';
 
 /**
  * A node that finishes while the cluster does not answer (etcd without
@@ -23,38 +22,15 @@ describe('RolloutRunner phase reports', () => {
         await backend.writePhase(r);
       },
     };
-    let release!: () => void;
-    let applied = 0;
-    const runner = new RolloutRunner({
-      node: 'compute-0',
-      backend: failing,
-      actions: {
-        pending: () => applied === 0,
-        prePull: async () => undefined,
-        apply: () =>
-          new Promise<void>((r) => {
-            release = () => {
-              applied++;
-              r();
-            };
-          }),
-        health: () => 'healthy',
-      },
-      clock,
-      log: silentLogger(),
-      defaultMaxConcurrent: 1,
-      recheckMs: 1_000,
-      random: () => 0.5,
-      phaseSettleMs: 0,
-    });
+    const { runner, finish, applied } = oneNodeRunner(failing, clock, { recheckMs: 1_000, phaseSettleMs: 0 });
     cluster.publish({ images: { nova_compute: 'nova:30' }, globals: {}, rollout: undefined });
     await runner.start();
     await settle();
     expect(cluster.phases.get('compute-0')?.phase).toBe('upgrading');
     down = true;
-    release();
+    finish();
     await settle();
-    expect(applied).toBe(1);
+    expect(applied()).toBe(1);
     expect(cluster.phases.get('compute-0')?.phase).toBe('upgrading');
     clock.advance(5_000); // still down: tried again, failed again
     await settle();

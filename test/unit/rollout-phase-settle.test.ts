@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../agent/log.js';
-import { RolloutRunner } from '../../agent/rollout/runner.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { MemoryCluster, settle } from '../support/memory-rollout-backend.js';
+import { oneNodeRunner } from '../support/one-node-runner.js';
 
 /**
  * Phase reports are status for people: a phase that lasts less than the
@@ -10,38 +9,11 @@ import { MemoryCluster, settle } from '../support/memory-rollout-backend.js';
  * a write to the cluster, and a thousand nodes told at once must not write
  * a thousand `pulling` reports only to overwrite them with `queued`.
  */
-function node(cluster: MemoryCluster, clock: FakeClock) {
-  let finish!: () => void;
-  let applied = 0;
-  const runner = new RolloutRunner({
-    node: 'compute-0',
-    backend: cluster.backend('compute-0'),
-    actions: {
-      pending: () => applied === 0,
-      prePull: async () => undefined,
-      apply: () =>
-        new Promise<void>((r) => {
-          finish = () => {
-            applied++;
-            r();
-          };
-        }),
-      health: () => 'healthy',
-    },
-    clock,
-    log: silentLogger(),
-    defaultMaxConcurrent: 1,
-    phaseSettleMs: 300,
-    random: () => 0.5,
-  });
-  return { runner, finish: () => finish() };
-}
-
 describe('RolloutRunner phase settle', () => {
   it('phases shorter than the settle time cost no write; a lasting one is written once it has settled', async () => {
     const cluster = new MemoryCluster();
     const clock = new FakeClock();
-    const n = node(cluster, clock);
+    const n = oneNodeRunner(cluster.backend('compute-0'), clock, { phaseSettleMs: 300 });
     cluster.publish({ images: { nova_compute: 'nova:30' }, globals: {}, rollout: undefined });
     await n.runner.start();
     await settle();
@@ -63,7 +35,7 @@ describe('RolloutRunner phase settle', () => {
   it('a quick swap reports only its end', async () => {
     const cluster = new MemoryCluster();
     const clock = new FakeClock();
-    const n = node(cluster, clock);
+    const n = oneNodeRunner(cluster.backend('compute-0'), clock, { phaseSettleMs: 300 });
     cluster.publish({ images: { nova_compute: 'nova:30' }, globals: {}, rollout: undefined });
     await n.runner.start();
     await settle();
