@@ -21,8 +21,9 @@ const ROOMS = {
   },
   api: { may: ['model', 'errors', 'log'], types: [] },
   rollout: { may: ['model', 'errors', 'log'], types: [] },
-  // cli/ loads kube/ and etcd/ with a dynamic import() for `fleet status` only.
-  cli: { may: ['model', 'spec', 'rollout', 'errors', 'log'], types: ['api', 'kube', 'etcd'] },
+  // cli/ loads kube/ and etcd/ with a dynamic import() for `fleet status` only, and
+  // config/ (render-check.ts) for `validate` with values only.
+  cli: { may: ['model', 'spec', 'rollout', 'errors', 'log'], types: ['api', 'kube', 'etcd', 'config'] },
   kube: { may: ['model', 'render', 'rollout', 'errors', 'log'], types: ['api'] },
   // etcd/ takes the desired document's parser from kube/ (desired-watcher.ts: no client-node at run time).
   etcd: { may: ['model', 'render', 'rollout', 'kube', 'errors', 'log'], types: [] },

@@ -92,9 +92,15 @@ export const COMMANDS: Record<string, CommandDef> = {
   plan: { options: {}, positionals: 0, usage: 'plan [-o json|yaml]', outputs: DATA },
   reload: { options: { ...WAIT }, positionals: 0, usage: 'reload [--wait]' },
   validate: {
-    options: { overrides: { type: 'string' }, checks: { type: 'string' } },
+    options: {
+      overrides: { type: 'string' },
+      checks: { type: 'string' },
+      templates: { type: 'string' },
+      globals: { type: 'string' },
+      secrets: { type: 'string' },
+    },
     positionals: 1,
-    usage: 'validate DIR [--overrides FILE] [--checks FILE]',
+    usage: 'validate DIR [--overrides FILE] [--checks FILE] [--templates DIR --globals FILE --secrets FILE]',
     operand: 'dir',
   },
   schema: {

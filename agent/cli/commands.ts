@@ -10,7 +10,9 @@ import type {
   StatusDocument,
 } from '../api/types.js';
 import type { SpcdEvent } from '../model/events.js';
+import type { DesiredState } from '../model/spec.js';
 import { formatProblem, validateDir } from '../spec/load.js';
+import type { SpecProblem } from '../spec/problems.js';
 import { containerSetSchema, overridesSchema, schemaText } from '../spec/schema.js';
 import { intOption, type Parsed } from './args.js';
 import { lineSplitter, type ApiClient } from './client.js';
@@ -203,16 +205,46 @@ async function validate(ctx: CommandContext): Promise<ExitCode> {
     new URL('../../healthchecks/library.yaml', import.meta.url).pathname,
   ];
   const checks = ctx.args.values.checks ?? candidates.find((c) => c !== undefined && existsSync(c));
-  const { problems } = await validateDir({
+  const { problems, desired } = await validateDir({
     setsDir,
     ...(typeof overrides === 'string' ? { overridesFile: overrides } : {}),
     ...(typeof checks === 'string' ? { checkLibraryFile: checks } : {}),
   });
+  if (problems.length === 0 && desired && wantsRender(ctx))
+    problems.push(...(await renderCheck(ctx, setsDir, desired)));
   if (ctx.json) printJson(ctx, { valid: problems.length === 0, problems });
   for (const p of problems) ctx.io.stderr.write(formatProblem(p) + '\n');
   if (problems.length > 0) return EXIT.FAILED;
   if (!ctx.json) print(ctx, 'valid\n');
   return EXIT.OK;
+}
+
+/** Rendering is asked for by naming the values or the templates: a host's values are not in the sets. */
+function wantsRender(ctx: CommandContext): boolean {
+  const v = ctx.args.values;
+  return [v.templates, v.globals, v.secrets].some((x) => typeof x === 'string');
+}
+
+/** Renders every container's config with the given values (config/render-check.ts): what is missing is named. */
+async function renderCheck(
+  ctx: CommandContext,
+  setsDir: string,
+  desired: DesiredState,
+): Promise<SpecProblem[]> {
+  const v = ctx.args.values;
+  const templatesDir =
+    typeof v.templates === 'string'
+      ? v.templates
+      : [
+          join(dirname(resolve(setsDir)), 'templates'),
+          new URL('../../templates', import.meta.url).pathname,
+        ].find((c) => existsSync(c));
+  const { renderProblems } = await import('../config/render-check.js');
+  return renderProblems(desired, {
+    templatesDir: templatesDir ?? 'templates',
+    globalsFile: typeof v.globals === 'string' ? v.globals : undefined,
+    secretsFile: typeof v.secrets === 'string' ? v.secrets : undefined,
+  });
 }
 
 /** The JSON Schema of set files (or, with --overrides, of the override file), as the validator defines them. */

@@ -18,12 +18,18 @@ import type { SafeTemplateLoader } from './loader.js';
  * - conf_string: a double-quoted string for libvirt's own conf syntax
  *   (libvirtd.conf, qemu.conf), which has no escapes: a value holding a
  *   double quote or a line break is refused.
+ * - required(name): the value itself, or an error naming the value when it is
+ *   undefined, null, an empty string or an empty list: for the values a
+ *   shipped set has no safe default for (a host's own address, the control
+ *   plane's), and for lists a loop would otherwise silently skip.
  */
 /** Thrown by spcd's filters; nunjucks gives filter errors no line, so the renderer looks for the filter's use in the template. */
 export class FilterError extends Error {
   constructor(
     readonly filter: string,
     message: string,
+    /** Text that marks this use of the filter in the template (its argument), to find its line. */
+    readonly use?: string,
   ) {
     super(`${filter}: ${message}`);
     this.name = 'FilterError';
@@ -53,6 +59,19 @@ export function createEnvironment(loader: SafeTemplateLoader): nunjucks.Environm
     if (/["\r\n\u0000]/.test(text))
       throw new FilterError('conf_string', 'the value holds a double quote or a line break');
     return `"${text}"`;
+  });
+  env.addFilter('required', (value: unknown, name?: unknown) => {
+    const what = typeof name === 'string' && name !== '' ? name : 'this value';
+    const empty =
+      value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0);
+    if (empty) {
+      throw new FilterError(
+        'required',
+        `${what} is required and has no value: set it in the globals or in the host's values (it has no safe default)`,
+        typeof name === 'string' ? JSON.stringify(name) : undefined,
+      );
+    }
+    return value;
   });
   return env;
 }

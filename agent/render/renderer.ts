@@ -200,13 +200,20 @@ export class Renderer {
     // from the one rendered), and only it carries "[Line n, Column c]".
     const lines = raw.split('\n').map((l) => l.trim());
     const headers = lines.map((l) => HEADER.exec(l)?.[1]).filter((h): h is string => h !== undefined);
-    const inner = headers[headers.length - 1] || template;
-    const reason = lines.filter((l) => l.length > 0 && !HEADER.test(l)).join(' ');
-    let hint = '';
+    let inner = headers[headers.length - 1] || template;
     const filterErr = findInChain(err, FilterError);
+    // A filter's own message says it all; nunjucks' wrapping only repeats template names.
+    const reason = filterErr?.message ?? lines.filter((l) => l.length > 0 && !HEADER.test(l)).join(' ');
+    let hint = '';
     if (filterErr) {
-      // nunjucks does not track lines for filter calls: find the filter's uses.
-      const uses = this.linesUsing(inner, filterErr.filter);
+      // nunjucks does not track lines for filter calls, and after an include
+      // it may name the included template: find the filter's uses, in the
+      // template it names first, then in the one rendered.
+      const found = [inner, template]
+        .map((t) => ({ t, uses: this.linesUsing(t, filterErr.filter, filterErr.use) }))
+        .find((c) => c.uses.length > 0);
+      if (found) inner = found.t;
+      const uses = found?.uses ?? [];
       if (uses.length === 1) line = uses[0];
       else if (uses.length > 1) hint = ` (${filterErr.filter} is used on lines ${uses.join(', ')})`;
     }
@@ -229,12 +236,13 @@ export class Renderer {
     );
   }
 
-  private linesUsing(template: string, filter: string): number[] {
+  /** Lines of a template that use the filter (and hold `use`, when given: the filter's own argument). */
+  private linesUsing(template: string, filter: string, use?: string): number[] {
     try {
       const re = new RegExp(`\\|\\s*${filter}\\b`);
       const out: number[] = [];
       (this.loader.readSource(template) ?? '').split('\n').forEach((l, i) => {
-        if (re.test(l)) out.push(i + 1);
+        if (re.test(l) && (use === undefined || l.includes(use))) out.push(i + 1);
       });
       return out;
     } catch {

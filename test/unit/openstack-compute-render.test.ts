@@ -16,17 +16,27 @@ import { REPO } from '../support/daemon.js';
  * need on this host (docs/openstack-e2e.md), and the shipped compute set
  * (container-sets/compute.yaml) left without the test's extras.
  */
-async function rendered(setsDir: string, container: string, secrets?: string): Promise<Map<string, string>> {
+async function rendered(
+  setsDir: string,
+  container: string,
+  secrets?: string,
+  globals?: string,
+): Promise<Map<string, string>> {
   const dir = mkdtempSync(join(tmpdir(), 'spcd-oscompute-'));
   let secretsFile: string | undefined;
   if (secrets) {
     secretsFile = join(dir, 'secrets.yaml');
     writeFileSync(secretsFile, secrets, { mode: 0o600 });
   }
+  let globalsFile: string | undefined;
+  if (globals) {
+    globalsFile = join(dir, 'globals.yaml');
+    writeFileSync(globalsFile, globals);
+  }
   const config = new TemplateConfig({
     templatesDir: join(REPO, 'templates'),
     configRoot: join(dir, 'config'),
-    files: { globalsFile: undefined, secretsFile },
+    files: { globalsFile, secretsFile },
     log: silentLogger(),
   });
   const desired = await loadDesired({
@@ -38,6 +48,14 @@ async function rendered(setsDir: string, container: string, secrets?: string): P
   if (!spec) throw new Error(`no container ${container} in ${setsDir}`);
   return renderedFileMap(config.render(spec));
 }
+
+/** The values a real host gives the shipped sets (they have no safe default). */
+const HOST_GLOBALS = [
+  'keystone: { internal_url: "http://192.0.2.2:5000/v3" }',
+  'rabbitmq: { hosts: [192.0.2.3] }',
+  'my_ip: 192.0.2.10',
+  'neutron: { linuxbridge: { local_ip: 198.51.100.10 }, ovs: { local_ip: 198.51.100.10 } }',
+].join('\n');
 
 describe('openstack compute and network sets rendering', () => {
   it("nova-compute's nova.conf: TCG, no CPU model, stop at once, privsep without rootwrap, loopback AMQP", async () => {
@@ -116,16 +134,24 @@ describe('openstack compute and network sets rendering', () => {
       'nova: { keystone_password: n, placement_password: p, metadata_secret: m }',
       'neutron: { keystone_password: q }',
     ].join('\n');
-    const lb = await rendered('container-sets/linuxbridge', 'neutron_linuxbridge_agent', `${secrets}\n`);
+    const lb = await rendered(
+      'container-sets/linuxbridge',
+      'neutron_linuxbridge_agent',
+      `${secrets}\n`,
+      HOST_GLOBALS,
+    );
     const ini = lb.get('linuxbridge_agent.ini') ?? '';
     expect(ini).toMatch(/^firewall_driver = iptables$/m);
     expect(ini).toMatch(/^enable_ipset = true$/m);
-    expect(ini).toMatch(/^enable_vxlan = true\nlocal_ip = 127\.0\.0\.1\nl2_population = true$/m);
+    expect(ini).toMatch(/^enable_vxlan = true\nlocal_ip = 198\.51\.100\.10\nl2_population = true$/m);
     expect(ini).not.toMatch(/mappings/);
-    expect(lb.get('neutron.conf')).toMatch(/^transport_url = rabbit:\/\/openstack:r@rabbitmq:5672\/$/m);
+    const neutronConf = lb.get('neutron.conf') ?? '';
+    expect(neutronConf).toMatch(/^transport_url = rabbit:\/\/openstack:r@192\.0\.2\.3:5672\/$/m);
+    expect(neutronConf).toMatch(/^\[oslo_messaging_rabbit\]\nrabbit_quorum_queue = true$/m);
+    expect(neutronConf).not.toMatch(/^host\s*=/m);
     for (const c of ['nova_compute', 'nova_libvirt']) {
-      const ovs = await rendered('container-sets', c, `${secrets}\n`);
-      expect(await rendered('container-sets/linuxbridge', c, `${secrets}\n`)).toEqual(ovs);
+      const ovs = await rendered('container-sets', c, `${secrets}\n`, HOST_GLOBALS);
+      expect(await rendered('container-sets/linuxbridge', c, `${secrets}\n`, HOST_GLOBALS)).toEqual(ovs);
     }
   });
 
@@ -135,7 +161,8 @@ describe('openstack compute and network sets rendering', () => {
       'nova: { keystone_password: n, placement_password: p, metadata_secret: m }',
       'neutron: { keystone_password: q }',
     ].join('\n');
-    const conf = (await rendered('container-sets', 'nova_compute', `${secrets}\n`)).get('nova.conf') ?? '';
+    const conf =
+      (await rendered('container-sets', 'nova_compute', `${secrets}\n`, HOST_GLOBALS)).get('nova.conf') ?? '';
     expect(conf).toMatch(/^virt_type = kvm$/m);
     expect(conf).not.toMatch(/shutdown_timeout|update_resources_interval|nova_sys_admin|helper_command/);
   });

@@ -112,9 +112,9 @@ describe('shipped compute templates', () => {
     const qemu = files.get('qemu.conf') ?? '';
     for (const line of [
       'stdio_handler = "file"',
-      'user = "root"',
-      'group = "root"',
       'security_driver = "none"',
+      'user = "nova"',
+      'group = "nova"',
     ]) {
       expect(qemu.split('\n')).toContain(line);
     }
