@@ -116,6 +116,10 @@ done
 install -m 0755 "$here/extend_start" "$root/usr/local/bin/kolla_extend_start"
 install -m 0440 "$KOLLA_PEER/sudoers" "$root/etc/sudoers.d/kolla"
 mkdir -p "$root/var/lib/kolla/config_files" "$root/var/log/kolla"
+# As Kolla's base image: the log tree is root:kolla, setgid and group-writable,
+# so each service user can make its own folder under it.
+chroot "$root" chown root:kolla /var/log/kolla
+chmod 2775 "$root/var/log/kolla"
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* "$root"/usr/share/doc/* \
   "$root"/usr/share/man/* "$root"/usr/share/locale/* "$root"/dev/* "$root"/run/* "$root"/tmp/*
 tar --numeric-owner -C "$root" -cf "$tar.part" .
