@@ -5,6 +5,7 @@ import type { ExecutorDeps } from './ports.js';
 import { resolveImage } from './image.js';
 import { runBootstrap } from './bootstrap.js';
 import { vmSafetyRefused } from './guard.js';
+import { stopGraceOf } from './undo.js';
 
 /** First creation of a container: allocate a generation, create under its name, start. */
 export async function createContainer(
@@ -113,7 +114,9 @@ export async function removeContainer(
   keepHypervisor: boolean,
 ): Promise<void> {
   if (keepHypervisor && isRunning(o)) await refuseWhileVmsRun(deps, o, reason);
-  if (isRunning(o)) await deps.engine.stop(o.id, 10_000);
+  // Its generation's own stop grace (a hypervisor's or a database's may be long).
+  if (isRunning(o))
+    await deps.engine.stop(o.id, stopGraceOf(deps, o.identity.container, o.identity.generation));
   await deps.engine.remove(o.id);
   deps.events.publish({
     type: 'state',

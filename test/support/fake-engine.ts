@@ -270,7 +270,11 @@ export class FakeEngine implements Engine {
     if (code !== undefined) this.exit(id, code);
   }
 
-  async stop(id: string, _graceMs: number, _o?: CallOptions): Promise<void> {
+  /** Each stop's container id and grace, in call order. */
+  readonly stopGraces: { id: string; graceMs: number }[] = [];
+
+  async stop(id: string, graceMs: number, _o?: CallOptions): Promise<void> {
+    this.stopGraces.push({ id, graceMs });
     await this.enter('stop', id);
     const c = this.must(id);
     if (c.state !== 'running' && c.state !== 'paused' && c.state !== 'restarting') return;
