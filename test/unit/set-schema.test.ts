@@ -24,7 +24,11 @@ const SHIPPED_SETS = [
   'container-sets-e2e/openstack/compute.yaml',
   'container-sets-e2e/openstack/network.yaml',
 ];
-const SHIPPED_OVERRIDES = ['container-sets/hosts/no-privileged.yaml'];
+const SHIPPED_OVERRIDES = [
+  'container-sets/hosts/no-privileged.yaml',
+  'container-sets/hosts/ovs-no-privileged.yaml',
+  'container-sets/hosts/linuxbridge-no-privileged.yaml',
+];
 /** Other valid sets: they must validate too. */
 const OTHER_SETS = ['test/fixtures/spec/good/compute.yaml', 'test/fixtures/spec/good/demo.yml'];
 
