@@ -69,6 +69,8 @@ describe('openstack compute and network sets rendering', () => {
       /^\[nova_sys_admin\]\n(?:#.*\n)*helper_command = sudo privsep-helper --config-file \/etc\/nova\/nova\.conf$/m,
     );
     expect(conf).toMatch(/^transport_url = rabbit:\/\/guest:guest@127\.0\.0\.1:16572\/$/m);
+    // Quorum queues, as kolla-ansible 2024.1 declares them (the control set's services too).
+    expect(conf).toMatch(/^\[oslo_messaging_rabbit\]\nrabbit_quorum_queue = true$/m);
     expect(conf).toMatch(/^instances_path = \/var\/lib\/nova\/instances$/m);
     expect(conf).toMatch(/^connection_uri = qemu:\/\/\/system$/m);
     expect(conf).toMatch(
