@@ -8,8 +8,9 @@ import type { ExecutorDeps } from './ports.js';
  * (or one of its bootstrap tasks) is created: the engine would make a missing
  * one itself, unlabelled. A missing volume is created with spcd's labels and
  * logged; an existing one (kolla-ansible's, an operator's) is used as it is,
- * never relabelled. Docker fills a new volume from the image at its first
- * mount. spcd never removes a volume (docs/decisions/0033-named-volumes.md).
+ * never relabelled. Docker fills an empty volume from the image when a
+ * container that binds it is created. spcd never removes a volume
+ * (docs/decisions/0033-named-volumes.md).
  */
 export async function ensureVolumes(deps: ExecutorDeps, spec: ContainerSpec): Promise<void> {
   for (const volume of volumeNames(spec)) {
