@@ -1,5 +1,5 @@
 import { SpcdError, toSpcdError } from '../errors.js';
-import { volumeLabels } from '../model/labels.js';
+import { LABEL, VOLUME_LABEL, volumeLabels } from '../model/labels.js';
 import { volumeNames, type ContainerSpec } from '../model/spec.js';
 import type { ExecutorDeps } from './ports.js';
 
@@ -20,9 +20,13 @@ export async function ensureVolumes(deps: ExecutorDeps, spec: ContainerSpec): Pr
         name: volume,
         labels: volumeLabels(deps.instance, spec.name),
       });
+      // Containers that share a volume (kolla_logs) may be created side by side: the engine
+      // answers the later ones with the volume the first made.
+      const ours =
+        made.labels[VOLUME_LABEL.container] === spec.name && made.labels[LABEL.instance] === deps.instance;
       deps.log.info(
         { container: spec.name, volume, driver: made.driver, labels: made.labels },
-        'volume created',
+        ours ? 'volume created' : 'volume made meanwhile: used as it is',
       );
     } catch (err) {
       const e = toSpcdError(err);

@@ -1,11 +1,14 @@
+import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpcdError } from '../../agent/errors.js';
 import { upgradeContainer } from '../../agent/executor/upgrade.js';
+import { createLogger } from '../../agent/log.js';
 import { specHash } from '../../agent/model/hash.js';
 import type { BindMount, ContainerSpec } from '../../agent/model/spec.js';
 import { FakeProcess, INSTANCE } from '../support/fake-executor.js';
 import { containerSpec } from '../support/spec.js';
 import { engineView, upgradeTo } from '../support/upgrade-fixture.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Named volumes over the fake engine: spcd makes a missing one, labelled as
@@ -102,5 +105,35 @@ describe('named volumes before a create', () => {
     const err = await p.first(WITH_LOGS).catch((e: unknown) => e);
     expect((err as SpcdError).code).toBe('ENGINE_TIMEOUT');
     expect(p.engine.count('create')).toBe(0);
+  });
+
+  it('two containers that share a volume, created side by side: one creates it, the other uses it', async () => {
+    const p = await start();
+    const lines: string[] = [];
+    const destination = new Writable({
+      write(chunk: Buffer, _enc, cb): void {
+        lines.push(...chunk.toString().split('\n').filter(Boolean));
+        cb();
+      },
+    });
+    p.deps = { ...p.deps, log: createLogger({ destination, env: { SPCD_LOG_FORMAT: 'json' } }) };
+    // Both look the volume up before either creates it.
+    p.engine.fault({ kind: 'volumeInfo', hang: true });
+    const both = Promise.all([
+      p.first(WITH_LOGS),
+      p.first(containerSpec('other', { binds: WITH_LOGS.binds })),
+    ]);
+    await waitFor('both lookups', () => p.engine.hanging().length === 2, { timeoutMs: 5_000, intervalMs: 1 });
+    p.engine.clearFaults();
+    p.engine.answerHung('volumeInfo');
+    await both;
+    const said = lines
+      .map((l) => JSON.parse(l) as { msg: string; container: string })
+      .filter((l) => l.msg.startsWith('volume'));
+    expect(said.map((l) => `${l.container}: ${l.msg}`).sort()).toEqual([
+      'other: volume made meanwhile: used as it is',
+      'svc: volume created',
+    ]);
+    expect(p.engine.volumes.get('kolla_logs')?.labels).toEqual(SPCD_LABELS);
   });
 });
