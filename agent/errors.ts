@@ -60,6 +60,11 @@ export const ERRORS = {
     summary: 'The pulled image digest is not the one the request pinned.',
   },
   REGISTRY_AUTH_INVALID: { status: 422, summary: 'The registry auth file is unreadable or malformed.' },
+  VOLUME_CREATE_FAILED: {
+    status: 502,
+    summary:
+      'A named volume a container binds is missing and the engine could not create it (or look it up).',
+  },
 
   // state
   STATE_CORRUPT: { status: 500, summary: 'A state or journal file could not be parsed.' },

@@ -18,9 +18,10 @@ export interface CreateBody {
   HostConfig: Record<string, unknown>;
 }
 
-export function bindString(b: Pick<BindMount, 'source' | 'target' | 'readOnly' | 'propagation'>): string {
+/** A bind as the engine's Binds take it: a host path or a volume name as the source. */
+export function bindString(b: BindMount): string {
   const opts = [b.readOnly ? 'ro' : 'rw'];
-  if (b.propagation) opts.push(b.propagation);
+  if (b.kind !== 'volume' && b.propagation) opts.push(b.propagation);
   return `${b.source}:${b.target}:${opts.join(',')}`;
 }
 

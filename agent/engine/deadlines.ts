@@ -16,6 +16,9 @@ export const DEADLINES = {
   remove: 30_000,
   rename: 10_000,
   imageInspect: 10_000,
+  volumeInspect: 5_000,
+  /** The local driver makes a folder; an image's content is copied when a container is created, not here. */
+  volumeCreate: 30_000,
   logsOpen: 10_000,
   /** Added to the caller's wait timeout. */
   waitSlack: 5_000,

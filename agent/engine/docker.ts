@@ -11,6 +11,7 @@ import { mapEngineError, withDeadline } from './map-error.js';
 import { pullImage } from './pull.js';
 import { subscribeEvents } from './events.js';
 import { streamLogs } from './logs.js';
+import { createVolume, inspectVolume } from './volumes.js';
 import type {
   CallOptions,
   CreateRequest,
@@ -22,6 +23,8 @@ import type {
   ImageInfo,
   PullRequest,
   TaskContainer,
+  VolumeCreateRequest,
+  VolumeInfo,
 } from './types.js';
 
 export interface EngineInfo {
@@ -289,6 +292,14 @@ export class DockerEngine implements Engine {
       if (err instanceof SpcdError && err.code === 'ENGINE_NOT_FOUND') return undefined;
       throw err;
     }
+  }
+
+  volumeInfo(name: string, o?: CallOptions): Promise<VolumeInfo | undefined> {
+    return inspectVolume(this.docker, name, o);
+  }
+
+  createVolume(req: VolumeCreateRequest, o?: CallOptions): Promise<VolumeInfo> {
+    return createVolume(this.docker, req, o);
   }
 
   exec(containerId: string, req: ExecRequest): Promise<ExecResult> {

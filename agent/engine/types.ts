@@ -142,4 +142,28 @@ export interface LogEngine {
   ): Promise<() => void>;
 }
 
-export type Engine = ContainerEngine & ImageEngine & ExecEngine & EventEngine & LogEngine;
+/** A Docker named volume, as the engine shows it. */
+export interface VolumeInfo {
+  readonly name: string;
+  readonly driver: string;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+export interface VolumeCreateRequest {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** Named volumes: looked at and created, never removed (spcd removes no volume). */
+export interface VolumeEngine {
+  /** undefined when the engine has no volume of that name. */
+  volumeInfo(name: string, opts?: CallOptions): Promise<VolumeInfo | undefined>;
+  /**
+   * Creates a volume of the local driver with these labels, and answers what
+   * the engine then holds. A volume of that name made meanwhile is answered as
+   * it is (the engine's own rule): its labels are never changed.
+   */
+  createVolume(req: VolumeCreateRequest, opts?: CallOptions): Promise<VolumeInfo>;
+}
+
+export type Engine = ContainerEngine & ImageEngine & ExecEngine & EventEngine & LogEngine & VolumeEngine;

@@ -3,7 +3,14 @@ import type { Clock } from '../model/clock.js';
 import type { EventBus } from '../model/events.js';
 import type { ObservedContainer } from '../model/observed.js';
 import type { ContainerSpec } from '../model/spec.js';
-import type { ContainerEngine, ImageEngine, ExecEngine, LogEngine, RegistryAuth } from '../engine/types.js';
+import type {
+  ContainerEngine,
+  ImageEngine,
+  ExecEngine,
+  LogEngine,
+  RegistryAuth,
+  VolumeEngine,
+} from '../engine/types.js';
 import type { ConfigFileDigest, StateStore } from '../state/store.js';
 import type { Journal } from '../state/journal.js';
 import type { Failpoint } from './failpoint.js';
@@ -64,7 +71,7 @@ export interface ExitWatch {
 }
 
 export interface ExecutorDeps {
-  readonly engine: ContainerEngine & ImageEngine & ExecEngine & LogEngine;
+  readonly engine: ContainerEngine & ImageEngine & ExecEngine & LogEngine & VolumeEngine;
   readonly state: StateStore;
   readonly journal: Journal;
   readonly health: HealthGate;

@@ -6,6 +6,7 @@ import { resolveImage } from './image.js';
 import { runBootstrap } from './bootstrap.js';
 import { vmSafetyRefused } from './guard.js';
 import { stopGraceOf } from './undo.js';
+import { ensureVolumes } from './volumes.js';
 
 /** First creation of a container: allocate a generation, create under its name, start. */
 export async function createContainer(
@@ -16,6 +17,7 @@ export async function createContainer(
   const { engine, state, events, clock } = deps;
   const spec = d.spec;
   const image = await resolveImage(deps, spec.image, 'missing', operationId);
+  await ensureVolumes(deps, spec);
   const extras = await deps.preparer.prepare(spec, state.record(spec.name)?.nextGeneration ?? 1);
   const gen = await state.allocate(
     spec.name,

@@ -7,6 +7,7 @@ import { checkVmSafety } from './guard.js';
 import type { ExecutorDeps } from './ports.js';
 import { resolveImage, type PullPolicy } from './image.js';
 import { runBootstrap } from './bootstrap.js';
+import { ensureVolumes } from './volumes.js';
 import { finish, stopGraceOf, undo } from './undo.js';
 import { censusAfter, censusBefore } from './census.js';
 import { gate, rewatchOld } from './gate.js';
@@ -134,7 +135,8 @@ async function transaction(deps: ExecutorDeps, req: UpgradeRequest): Promise<Upg
   const warnings =
     old && isRunning(old) ? await checkVmSafety(deps, req.spec, old, image.labels, req.force === true) : [];
 
-  // 3. Allocate N+1 (persisted before anything uses the number) and prepare its mounts.
+  // 3. Its named volumes, then allocate N+1 (persisted before anything uses the number) and prepare its mounts.
+  await ensureVolumes(deps, req.spec);
   const extras = await deps.preparer.prepare(req.spec, state.record(name)?.nextGeneration ?? 1);
   const gen = await state.allocate(
     name,

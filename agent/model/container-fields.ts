@@ -145,7 +145,7 @@ export const CONTAINER_FIELDS = {
     default: [],
     hash: true,
     engine: 'custom',
-    doc: 'Bind mounts: "/source:/target[:ro|rw][,propagation]" or {source, target, read_only, propagation}.',
+    doc: 'Bind mounts: "source:/target[:ro|rw][,propagation]" or {source, target, read_only, propagation}; source a host path or a named volume (no propagation).',
   },
   tmpfs: {
     key: 'tmpfs',

@@ -16,6 +16,22 @@ export const LABEL = {
 
 export const RESERVED_LABEL_PREFIX = 'spcd.';
 
+/** Labels on a named volume spcd created; one that existed before is never labelled. */
+export const VOLUME_LABEL = {
+  createdBy: 'spcd.volume.created-by',
+  /** The container it was first created for. */
+  container: 'spcd.volume.container',
+} as const;
+
+/** The labels of a volume spcd creates for `container`: created by spcd, and spcd's instance. */
+export function volumeLabels(instance: string, container: string): Record<string, string> {
+  return {
+    [VOLUME_LABEL.createdBy]: 'spcd',
+    [LABEL.instance]: instance,
+    [VOLUME_LABEL.container]: container,
+  };
+}
+
 export interface Identity {
   /** Which spcd instance owns it (several may share one engine, e.g. in tests). */
   readonly instance: string;

@@ -9,13 +9,47 @@ import type { ContainerOptions } from './container-fields.js';
 
 export type Propagation = 'rprivate' | 'private' | 'rshared' | 'shared' | 'rslave' | 'slave';
 
-export interface BindMount {
+/**
+ * A host folder or file bound in. It has no `kind` key: its normalized (and
+ * so its hashed) form is the one spcd has always written, so no container of
+ * a definition without volumes is recreated by an spcd that knows volumes.
+ */
+export interface HostBindMount {
+  readonly kind?: undefined;
   /** Absolute host path. */
   readonly source: string;
   /** Absolute path inside the container. */
   readonly target: string;
   readonly readOnly: boolean;
   readonly propagation?: Propagation;
+}
+
+/**
+ * A Docker named volume (kolla's `kolla_logs:/var/log/kolla/`): spcd makes
+ * sure it exists before a container that binds it is created, and never
+ * removes it. Docker applies no propagation to a volume.
+ */
+export interface VolumeBindMount {
+  readonly kind: 'volume';
+  /** The volume's name (VOLUME_NAME). */
+  readonly source: string;
+  /** Absolute path inside the container. */
+  readonly target: string;
+  readonly readOnly: boolean;
+}
+
+export type BindMount = HostBindMount | VolumeBindMount;
+
+/** Docker's rule for a volume name (daemon/names: RestrictedNamePattern). */
+export const VOLUME_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/;
+
+export function isVolumeBind(b: BindMount): b is VolumeBindMount {
+  return b.kind === 'volume';
+}
+
+/** The names of the volumes a container binds, each once, sorted. */
+export function volumeNames(spec: Pick<ContainerSpec, 'binds'>): string[] {
+  return [...new Set(spec.binds.filter(isVolumeBind).map((b) => b.source))].sort();
 }
 
 export interface TmpfsMount {

@@ -1,4 +1,4 @@
-import type { ContainerSpec } from './spec.js';
+import { isVolumeBind, type ContainerSpec } from './spec.js';
 
 /**
  * The rules a hypervisor container's definition must keep for VMs to survive
@@ -25,22 +25,22 @@ export function vmSafetyViolations(spec: ContainerSpec, host: HostCgroupFacts): 
       why: "pid must be 'host': without it the VMs die with the container's PID namespace",
     });
   }
-  if (!spec.binds.some((b) => b.target === '/sys/fs/cgroup' && !b.readOnly)) {
+  if (!spec.binds.some((b) => b.target === '/sys/fs/cgroup' && !b.readOnly && !isVolumeBind(b))) {
     v.push({
       rule: 'cgroup-bind',
-      why: 'a writable /sys/fs/cgroup bind is required: without it qemu stays in the container cgroup and is killed on stop',
+      why: 'a writable /sys/fs/cgroup host bind is required: without it qemu stays in the container cgroup and is killed on stop',
     });
   }
   if (!persistent(spec, '/run/libvirt')) {
     v.push({
       rule: 'persistent-run-libvirt',
-      why: '/run/libvirt must be a host bind: otherwise the new libvirtd reports running VMs as shut off',
+      why: '/run/libvirt must be a host bind or a named volume: otherwise the new libvirtd reports running VMs as shut off',
     });
   }
   if (!persistent(spec, '/var/lib/libvirt')) {
     v.push({
       rule: 'persistent-var-lib-libvirt',
-      why: '/var/lib/libvirt must be a host bind: qemu monitor sockets and domain state live there',
+      why: '/var/lib/libvirt must be a host bind or a named volume: qemu monitor sockets and domain state live there',
     });
   }
   if (spec.network !== 'host') {
@@ -65,7 +65,7 @@ export function vmSafetyViolations(spec: ContainerSpec, host: HostCgroupFacts): 
   return v;
 }
 
-/** A host bind covers `path` when its target is the path or a parent of it. */
+/** A bind (host path or named volume: both outlive the container) covers `path` when its target is the path or a parent of it. */
 function persistent(spec: ContainerSpec, path: string): boolean {
   return spec.binds.some((b) => b.target === path || path.startsWith(`${b.target.replace(/\/+$/, '')}/`));
 }

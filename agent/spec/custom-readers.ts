@@ -1,5 +1,5 @@
 import { CONTAINER_FIELDS, type CustomReaderName } from '../model/container-fields.js';
-import type { ContainerSpec } from '../model/spec.js';
+import { VOLUME_NAME, type ContainerSpec } from '../model/spec.js';
 import { readBootstrap, BOOTSTRAP_KEYS } from './bootstrap.js';
 import { readCensus, CENSUS_KEYS, CENSUS_MAX_TIMEOUT_MS } from './census.js';
 import { CHECK_NAME, type CheckLibrary } from './check.js';
@@ -40,6 +40,7 @@ import {
   readTmpfs,
   TMPFS_KEYS,
   TMPFS_OPTIONS,
+  VOLUME_BIND_KEYS,
   type MountTargets,
 } from './mounts.js';
 import type { Reader } from './read.js';
@@ -139,6 +140,8 @@ function readDependsOn(r: Reader, v: unknown, w: Where, ctx: FieldContext): stri
 }
 
 const BIND_SHORT = `^/[^:]*:/[^:]*(?::(?:ro|rw|${PROPAGATIONS.join('|')})(?:,(?:ro|rw|${PROPAGATIONS.join('|')}))*)?$`;
+const VOLUME_NAME_PATTERN = VOLUME_NAME.source.slice(1, -1);
+const VOLUME_SHORT = `^${VOLUME_NAME_PATTERN}:/[^:]*(?::(?:ro|rw))?$`;
 
 export const CUSTOM_READERS: { readonly [N in CustomReaderName]: CustomReader } = {
   network: { read: readNetwork, schema: () => str(NETWORK_NAME) },
@@ -156,6 +159,7 @@ export const CUSTOM_READERS: { readonly [N in CustomReaderName]: CustomReader } 
       list({
         oneOf: [
           { type: 'string', pattern: BIND_SHORT },
+          { type: 'string', pattern: VOLUME_SHORT },
           object(
             {
               source: ABS_PATH_SCHEMA,
@@ -164,6 +168,15 @@ export const CUSTOM_READERS: { readonly [N in CustomReaderName]: CustomReader } 
               propagation: { enum: [...PROPAGATIONS] },
             },
             BIND_KEYS,
+            ['source', 'target'],
+          ),
+          object(
+            {
+              source: { type: 'string', pattern: `^${VOLUME_NAME_PATTERN}$` },
+              target: ABS_PATH_SCHEMA,
+              read_only: { type: 'boolean' },
+            },
+            VOLUME_BIND_KEYS,
             ['source', 'target'],
           ),
         ],

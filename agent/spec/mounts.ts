@@ -1,4 +1,10 @@
-import type { BindMount, DeviceMapping, Propagation, TmpfsMount } from '../model/spec.js';
+import {
+  VOLUME_NAME,
+  type BindMount,
+  type DeviceMapping,
+  type Propagation,
+  type TmpfsMount,
+} from '../model/spec.js';
 import { byKey, isMapping, type Reader } from './read.js';
 import type { Where } from './where.js';
 
@@ -13,22 +19,71 @@ export const PROPAGATIONS: readonly Propagation[] = [
   'slave',
 ];
 export const BIND_KEYS = ['source', 'target', 'read_only', 'propagation'] as const;
+/** The long form of a volume bind: no propagation. */
+export const VOLUME_BIND_KEYS = ['source', 'target', 'read_only'] as const;
 export const TMPFS_KEYS = ['target', 'options'] as const;
 export const DEVICE_KEYS = ['host', 'container', 'permissions'] as const;
 export const DEVICE_PERMISSIONS = /^(?!.*(.).*\1)[rwm]{1,3}$/;
 export const TMPFS_OPTIONS = /^[A-Za-z0-9_]+(=[^,\s]+)?(,[A-Za-z0-9_]+(=[^,\s]+)?)*$/;
 
+/** What a bind's source may be, for the messages that refuse one. */
+const SOURCE_RULE = `an absolute host path or a volume name (${VOLUME_NAME.source.slice(1, -1)})`;
+
+/** A bind's source: a host path (starts with "/") or a Docker named volume. */
+function bindSource(
+  r: Reader,
+  value: unknown,
+  where: Where,
+): { kind: 'host' | 'volume'; source: string } | undefined {
+  if (typeof value === 'string' && !value.startsWith('/')) {
+    if (VOLUME_NAME.test(value)) return { kind: 'volume', source: value };
+    r.fail(where, `${JSON.stringify(value)} is not ${SOURCE_RULE}`);
+    return undefined;
+  }
+  const source = r.absPath(value, where);
+  return source === undefined ? undefined : { kind: 'host', source };
+}
+
+/** A bind's target: an absolute path; a trailing "/" (kolla writes `/var/log/kolla/`) is dropped. */
+function bindTarget(r: Reader, value: unknown, where: Where): string | undefined {
+  const trimmed = typeof value === 'string' && value.length > 1 ? value.replace(/\/$/, '') : value;
+  return r.absPath(trimmed, where);
+}
+
+/** The normalized bind; a volume with a propagation is refused at `where` (Docker applies none to one). */
+function bindOf(
+  r: Reader,
+  parts: {
+    from: { kind: 'host' | 'volume'; source: string };
+    target: string;
+    readOnly: boolean;
+    propagation: Propagation | undefined;
+  },
+  where: Where,
+): BindMount | undefined {
+  const { from, target, readOnly, propagation } = parts;
+  if (from.kind === 'volume') {
+    if (propagation === undefined) return { kind: 'volume', source: from.source, target, readOnly };
+    r.fail(
+      where,
+      `propagation ${propagation} applies to a host path only; volume ${from.source} takes ro or rw`,
+    );
+    return undefined;
+  }
+  return { source: from.source, target, readOnly, ...(propagation ? { propagation } : {}) };
+}
+
 function parseBindShort(r: Reader, text: string, where: Where): BindMount | undefined {
   const parts = text.split(':');
   if (parts.length < 2 || parts.length > 3) {
-    r.fail(where, `${JSON.stringify(text)} is not "/source:/target[:options]"`);
+    r.fail(where, `${JSON.stringify(text)} is not "source:/target[:options]", source ${SOURCE_RULE}`);
     return undefined;
   }
-  const source = r.absPath(parts[0], where);
-  const target = r.absPath(parts[1], where);
+  const from = bindSource(r, parts[0], where);
+  const target = bindTarget(r, parts[1], where);
   let readOnly = false;
   let propagation: Propagation | undefined;
-  let ok = source !== undefined && target !== undefined;
+  let ok = from !== undefined && target !== undefined;
   if (parts.length === 3) {
     let mode: string | undefined;
     for (const opt of (parts[2] ?? '').split(',')) {
@@ -54,8 +109,8 @@ function parseBindShort(r: Reader, text: string, where: Where): BindMount | unde
       }
     }
   }
-  if (!ok || source === undefined || target === undefined) return undefined;
-  return { source, target, readOnly, ...(propagation ? { propagation } : {}) };
+  if (!ok || from === undefined || target === undefined) return undefined;
+  return bindOf(r, { from, target, readOnly, propagation }, where);
 }
 
 function parseBind(r: Reader, item: unknown, where: Where): BindMount | undefined {
@@ -63,7 +118,7 @@ function parseBind(r: Reader, item: unknown, where: Where): BindMount | undefine
   if (!isMapping(item)) {
     r.fail(
       where,
-      'must be a string "/source:/target[:options]" or a mapping {source, target, read_only, propagation}',
+      'must be a string "source:/target[:options]" or a mapping {source, target, read_only, propagation}',
     );
     return undefined;
   }
@@ -72,14 +127,14 @@ function parseBind(r: Reader, item: unknown, where: Where): BindMount | undefine
   const at = (k: string): Where => r.child(m, k, where);
   if (m.source === undefined) r.fail(where, 'source is required');
   if (m.target === undefined) r.fail(where, 'target is required');
-  const source = m.source === undefined ? undefined : r.absPath(m.source, at('source'));
-  const target = m.target === undefined ? undefined : r.absPath(m.target, at('target'));
+  const from = m.source === undefined ? undefined : bindSource(r, m.source, at('source'));
+  const target = m.target === undefined ? undefined : bindTarget(r, m.target, at('target'));
   const readOnly = m.read_only === undefined ? false : r.boolean(m.read_only, at('read_only'));
   const propagation =
     m.propagation === undefined ? undefined : r.oneOf(m.propagation, at('propagation'), PROPAGATIONS);
-  if (source === undefined || target === undefined || readOnly === undefined) return undefined;
+  if (from === undefined || target === undefined || readOnly === undefined) return undefined;
   if (m.propagation !== undefined && propagation === undefined) return undefined;
-  return { source, target, readOnly, ...(propagation ? { propagation } : {}) };
+  return bindOf(r, { from, target, readOnly, propagation }, at('propagation'));
 }
 
 function parseTmpfs(r: Reader, item: unknown, where: Where): TmpfsMount | undefined {

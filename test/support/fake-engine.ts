@@ -10,11 +10,13 @@ import type {
   ImageInfo,
   PullRequest,
   TaskContainer,
+  VolumeCreateRequest,
+  VolumeInfo,
 } from '../../agent/engine/types.js';
 import type { Clock } from '../../agent/model/clock.js';
 import { LABEL, type Identity } from '../../agent/model/labels.js';
 import type { EngineState, ObservedContainer } from '../../agent/model/observed.js';
-import type { ContainerSpec } from '../../agent/model/spec.js';
+import { volumeNames, type ContainerSpec } from '../../agent/model/spec.js';
 
 /** Every call the engine's interfaces offer; faults are keyed by these. */
 export type CallKind =
@@ -32,7 +34,9 @@ export type CallKind =
   | 'pull'
   | 'imageInfo'
   | 'exec'
-  | 'logs';
+  | 'logs'
+  | 'volumeInfo'
+  | 'createVolume';
 
 /** A fault for the nth call of a kind (1-based, counted from when it is set), or for every call from then on. */
 export type Fault =
@@ -73,6 +77,8 @@ interface Hung {
  */
 export class FakeEngine implements Engine {
   readonly containers = new Map<string, FakeContainer>();
+  /** Named volumes by name; no call removes one (a container's removal leaves its volumes). */
+  readonly volumes = new Map<string, VolumeInfo>();
   private readonly images = new Map<string, ImageInfo>();
   /** Images a pull can fetch (the registry). */
   private readonly registry = new Map<string, ImageInfo>();
@@ -239,6 +245,9 @@ export class FakeEngine implements Engine {
     if (this.byName(name)) throw new SpcdError('ENGINE_CONFLICT', `the name ${name} is in use`);
     if (!this.images.has(req.spec.image))
       throw new SpcdError('ENGINE_NOT_FOUND', `no image ${req.spec.image}`);
+    // As Docker does: a volume a container binds and nobody made is made at create, unlabelled.
+    for (const v of volumeNames(req.spec))
+      if (!this.volumes.has(v)) this.volumes.set(v, { name: v, driver: 'local', labels: {} });
     const id = `${(++this.seq).toString(16).padStart(4, '0')}${'c'.repeat(60)}`;
     const c: FakeContainer = {
       id,
@@ -328,6 +337,20 @@ export class FakeEngine implements Engine {
   async imageInfo(ref: string, _o?: CallOptions): Promise<ImageInfo | undefined> {
     await this.enter('imageInfo', ref);
     return this.images.get(ref);
+  }
+
+  // VolumeEngine: an existing volume is answered as it is, as Docker's create does.
+
+  async volumeInfo(name: string, _o?: CallOptions): Promise<VolumeInfo | undefined> {
+    await this.enter('volumeInfo', name);
+    return this.volumes.get(name);
+  }
+
+  async createVolume(req: VolumeCreateRequest, _o?: CallOptions): Promise<VolumeInfo> {
+    await this.enter('createVolume', req.name);
+    const made = this.volumes.get(req.name) ?? { name: req.name, driver: 'local', labels: { ...req.labels } };
+    this.volumes.set(req.name, made);
+    return made;
   }
 
   // ExecEngine, EventEngine, LogEngine.

@@ -1,11 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DockerEngine } from '../../agent/engine/docker.js';
 import { silentLogger } from '../../agent/log.js';
 import { encodeIdentity } from '../../agent/model/labels.js';
+import { standInSockets } from '../support/engine-stand-in.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -23,19 +20,11 @@ interface Item {
   status: string;
 }
 
-let server: Server | undefined;
-let dir: string | undefined;
-afterEach(async () => {
-  await new Promise((r) => (server ? server.close(r) : r(undefined)));
-  if (dir) await rm(dir, { recursive: true, force: true });
-  server = dir = undefined;
-});
+const listen = standInSockets();
 
 async function standIn(items: Item[], hold: Set<string>): Promise<{ socket: string; held: (() => void)[] }> {
-  dir = await mkdtemp(join(tmpdir(), 'spcd-engine-'));
-  const socket = join(dir, 'docker.sock');
   const held: (() => void)[] = [];
-  server = createServer((req, res) => {
+  const socket = await listen((req, res) => {
     const answer = (body: unknown): void => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
@@ -73,7 +62,6 @@ async function standIn(items: Item[], hold: Set<string>): Promise<{ socket: stri
     if (hold.has(item.id)) held.push(() => answer(body));
     else answer(body);
   });
-  await new Promise<void>((r) => server?.listen(socket, r));
   return { socket, held };
 }
 

@@ -78,6 +78,31 @@ describe('golden hashes: a change to a hashed form that is not a new scheme fail
       'stopSignal',
     ]);
   });
+
+  it('host binds read from YAML hash as before named volumes existed (no container is replaced)', async () => {
+    // Pinned with the spcd that accepted host paths only: a key added to a host bind's
+    // normalized form (a `kind: host`, say) would change both and replace every container.
+    const dir = await writeDir({
+      's.yaml': [
+        'set: s',
+        'containers:',
+        '  golden:',
+        '    image: img:1',
+        '    binds:',
+        '      - /run:/run:shared',
+        '      - /etc/localtime:/etc/localtime:ro',
+        '      - /var/lib/nova:/var/lib/nova:rw,rshared',
+        '      - { source: /lib/modules, target: /lib/modules, read_only: true, propagation: rslave }',
+        '      - { source: /sys/fs/cgroup, target: /sys/fs/cgroup }',
+        '',
+      ].join('\n'),
+    });
+    const [loaded] = allContainers(
+      (await loadDesired({ setsDir: dir, checkLibraryFile: LIBRARY_FILE })).sets,
+    );
+    expect(specHash(loaded!)).toBe('v2-2197c3ebb4aef339937726f3caa050fa');
+    expect(specHashUnder('v1', loaded!)).toBe('v1-23d9645b8feaaa1c0675018fe7ab6f4b');
+  });
 });
 
 describe('a new optional field is hash-neutral', () => {

@@ -89,6 +89,17 @@ describe('the published schema', () => {
     });
   }
 
+  it('accepts named volumes in both forms, a trailing "/" on a target, and a volume read-only', () => {
+    const text = c(
+      'binds:',
+      '  - kolla_logs:/var/log/kolla/',
+      '  - nova_libvirt_qemu:/etc/libvirt/qemu:ro',
+      '  - { source: libvirtd, target: /var/lib/libvirt, read_only: false }',
+      '  - /run:/run:shared',
+    );
+    expect(schemaErrors(text)).toEqual([]);
+  });
+
   it('is named on the first line of each shipped file, by a path that leads to it', () => {
     for (const [files, schema] of [
       [SHIPPED_SETS, SET_SCHEMA_FILE],
@@ -141,7 +152,13 @@ const BOTH_REFUSE: Record<string, string> = {
   'pid mode': c('pid: shared'),
   'network container:x': c("network: 'container:x'"),
   'unknown capability': c('cap_add: [NOT_A_CAP]'),
-  'relative bind source': c('binds: [relative:/x]'),
+  'relative bind source': c('binds: [./relative:/x]'),
+  'bind source with a slash, not a volume name': c('binds: [a/b:/x]'),
+  'one-character volume name': c('binds: [a:/x]'),
+  'volume with a propagation': c('binds: [kolla_logs:/var/log/kolla:shared]'),
+  'volume with a propagation (long form)': c(
+    'binds: [{ source: kolla_logs, target: /x, propagation: rslave }]',
+  ),
   'bind long form unknown key': c('binds: [{ source: /a, target: /b, mode: ro }]'),
   'tmpfs unknown key': c('tmpfs: [{ target: /t, size: 1 }]'),
   'device without host': c('devices: [{ container: /dev/x }]'),

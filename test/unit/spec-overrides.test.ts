@@ -117,7 +117,7 @@ describe('overrides', () => {
         file: o.overridesFile,
         line: 5,
         path: 'containers.nova_libvirt.binds[1]',
-        message: '"b" must be an absolute path',
+        message: '"b" is not an absolute host path or a volume name ([a-zA-Z0-9][a-zA-Z0-9_.-]+)',
       },
     ]);
   });

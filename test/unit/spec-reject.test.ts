@@ -284,7 +284,7 @@ describe('field values', () => {
       'relative bind source',
       ['binds:', '  - /a:/b', '  - /c:/d', '  - etc/x:/etc/x'],
       's.yaml:8: containers.web.binds[2]',
-      '"etc/x" must be an absolute path',
+      '"etc/x" is not an absolute host path or a volume name ([a-zA-Z0-9][a-zA-Z0-9_.-]+)',
     ],
     [
       'relative bind target (long form)',
