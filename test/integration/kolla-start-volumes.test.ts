@@ -189,8 +189,15 @@ afterAll(async () => {
 });
 
 describe('the shipped compute containers started through kolla_start with fresh named volumes', () => {
-  it('covers every container with config in both compute sets', () => {
+  it('covers every container with config in both compute sets, each with kolla_logs as kolla-ansible binds it', () => {
     expect(containers.map((c) => c.spec.name).sort()).toEqual(Object.keys(SERVICE).sort());
+    for (const { spec } of containers)
+      expect(spec.binds, spec.name).toContainEqual({
+        kind: 'volume',
+        source: 'kolla_logs',
+        target: '/var/log/kolla',
+        readOnly: false,
+      });
   });
 
   it('each service user makes and writes its folder in a fresh kolla_logs volume', async () => {
