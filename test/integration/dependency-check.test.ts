@@ -62,25 +62,9 @@ beforeAll(async () => {
   // A port nothing listens on: taken and given back.
   port = await listen();
   await close();
-  writeSet(
-    sb,
-    'dep.yaml',
-    `set: dep
-containers:
-  ${NAME}:
-    image: spcd-demo/service:1
-    command: [demo-service, sleep]
-    network: host
-    stop_grace_period: 1s
-    healthchecks:
-      - name: mq
-        tcp: "127.0.0.1:${port}"
-        interval: 1s
-        timeout: 500ms
-        failure_threshold: 2
-        dependency: testdep
-`,
-  );
+  const check = `{name: mq, tcp: "127.0.0.1:${port}", interval: 1s, timeout: 500ms, failure_threshold: 2, dependency: testdep}`;
+  const container = `{image: spcd-demo/service:1, command: [demo-service, sleep], network: host, stop_grace_period: 1s, healthchecks: [${check}]}`;
+  writeSet(sb, 'dep.yaml', `set: dep\ncontainers:\n  ${NAME}: ${container}\n`);
   spcd = SpcdProcess.start(sb);
   // The event stream from before the container is created (the API listens before the first pass).
   await waitFor('the API socket', () => existsSync(sb.socket), { timeoutMs: 30_000 });
