@@ -203,11 +203,13 @@ export class DaemonStatus implements StatusView {
   }
 
   health(name: string): ContainerHealthView | undefined {
-    if (!this.container(name)) return undefined;
+    const c = this.container(name);
+    if (!c) return undefined;
     const snap = this.d.health.snapshot(name);
     return {
       name,
-      status: snap?.status ?? 'unknown',
+      // Only dependency checks: no health of its own, as in its ContainerStatus.
+      status: c.dependencies && c.health === 'none' ? 'none' : (snap?.status ?? 'unknown'),
       dockerHealth: snap?.dockerHealth ?? this.d.reconciler.primary(name)?.dockerHealth ?? null,
       checks: (snap?.checks ?? []).map((c) => ({
         name: c.name,

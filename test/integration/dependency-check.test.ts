@@ -88,6 +88,7 @@ describe('a dependency check on a closed port', () => {
     expect(before?.State.Running).toBe(true);
     const failures = async (): Promise<number> => {
       const h = await get(`/v1/containers/${NAME}/health`);
+      expect(h.status).toBe('none');
       const checks = h.checks as { name: string; consecutiveFailures: number; dependency?: string }[];
       const mq = checks.find((c) => c.name === 'mq');
       expect(mq?.dependency).toBe('testdep');
