@@ -188,10 +188,11 @@ export class HealthManager {
   }
 
   /**
-   * Resolves when every liveness check of this container instance is healthy (at once
-   * when it has none; dependency checks take no part). Rejects with HEALTH_GATE_FAILED, details {lastResults},
-   * when a check turns unhealthy, at deadlineMs (absolute ms on the injected
-   * clock), or when signal aborts.
+   * Resolves when every liveness check of this container instance is
+   * healthy (at once when it has none; dependency checks take no part).
+   * Rejects with HEALTH_GATE_FAILED, details {lastResults}, when a liveness
+   * check turns unhealthy, at deadlineMs (absolute ms on the injected clock),
+   * or when signal aborts.
    */
   waitHealthy(name: string, containerId: string, deadlineMs: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
