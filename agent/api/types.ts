@@ -52,7 +52,10 @@ export interface ContainerStatus {
   readonly imageDigest: string | null;
   readonly containerId: string | null;
   readonly state: ContainerState;
+  /** Of its own (liveness) checks; `none` when it has none. Dependency checks are in `dependencies`. */
   readonly health: HealthState;
+  /** One per dependency check, when it has any: a service outside the container, up or down. */
+  readonly dependencies?: readonly DependencyView[];
   readonly dockerHealth: string | null; // the image's own HEALTHCHECK status
   readonly restartCount: number;
   readonly startedAt: string | null;
@@ -64,6 +67,17 @@ export interface ContainerStatus {
   readonly untouched?: string;
   /** The last domain census (hypervisor containers with `census:`, after their first stop since spcd started). */
   readonly census?: CensusView;
+}
+
+/**
+ * A dependency check's view of its dependency: `up` while it passes, `down`
+ * from its failure threshold until it passes again, `unknown` before its first
+ * verdict (and while the container does not run).
+ */
+export interface DependencyView {
+  readonly check: string;
+  readonly dependency: string;
+  readonly status: 'up' | 'down' | 'unknown';
 }
 
 export interface SetStatus {
@@ -140,6 +154,8 @@ export interface HealthResultView {
 export interface CheckHealthView {
   readonly name: string;
   readonly status: HealthState;
+  /** Set for a dependency check: it takes no part in the container's status. */
+  readonly dependency?: string;
   readonly consecutiveFailures: number;
   readonly consecutiveSuccesses: number;
   readonly history: readonly HealthResultView[];

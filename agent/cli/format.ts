@@ -49,6 +49,14 @@ export function oneLine(text: string, max: number): string {
 
 const short = (v: string | null, n: number): string => (v ? v.slice(0, n) : '-');
 
+/** The container's own health, then the dependencies its dependency checks see down: "healthy; rabbitmq down". */
+export function healthCell(c: ContainerStatus): string {
+  const down = [
+    ...new Set((c.dependencies ?? []).filter((d) => d.status === 'down').map((d) => d.dependency)),
+  ];
+  return down.length === 0 ? c.health : `${c.health}; ${down.join(', ')} down`;
+}
+
 /** The columns `-o wide` adds to a container's row: digest, container id, start time. */
 function wideCells(c: ContainerStatus): string[] {
   return [short(c.imageDigest, 19), short(c.containerId, 12), dash(c.startedAt)];
@@ -75,7 +83,7 @@ export function formatStatus(doc: StatusDocument, wide = false): string {
       `${'  '.repeat(depth)}${c.name}`,
       String(c.generation),
       c.state,
-      c.health,
+      healthCell(c),
       String(c.restartCount),
       c.image,
       ...(wide ? wideCells(c) : []),
@@ -113,7 +121,7 @@ export function formatPs(containers: readonly ContainerStatus[], wide = false): 
       c.set,
       String(c.generation),
       c.state,
-      c.health,
+      healthCell(c),
       String(c.restartCount),
       c.image,
       ...(wide ? [...wideCells(c), dash(c.operation)] : []),
@@ -124,11 +132,13 @@ export function formatPs(containers: readonly ContainerStatus[], wide = false): 
 export function formatHealth(h: ContainerHealthView): string {
   const head = `${escapeControl(`${h.name}: ${h.status}${h.dockerHealth ? `  (docker HEALTHCHECK: ${h.dockerHealth})` : ''}`)}\n`;
   if (h.checks.length === 0) return head + 'no checks defined\n';
+  const deps = h.checks.some((c) => c.dependency !== undefined);
   const rows = h.checks.map((c) => {
     const last = c.history[c.history.length - 1];
     const result = !last ? '-' : last.ok ? 'ok' : last.timedOut ? 'timeout' : `exit ${last.exitCode ?? '?'}`;
     return [
       c.name,
+      ...(deps ? [dash(c.dependency)] : []),
       c.status,
       String(c.consecutiveFailures),
       String(c.consecutiveSuccesses),
@@ -138,7 +148,8 @@ export function formatHealth(h: ContainerHealthView): string {
       last ? dash(oneLine(last.output, 60)) : '-',
     ];
   });
-  return head + table(['CHECK', 'STATUS', 'FAILS', 'OKS', 'LAST RUN', 'RESULT', 'TOOK', 'OUTPUT'], rows);
+  const headers = ['CHECK', ...(deps ? ['DEPENDENCY'] : []), 'STATUS', 'FAILS', 'OKS', 'LAST RUN', 'RESULT'];
+  return head + table([...headers, 'TOOK', 'OUTPUT'], rows);
 }
 
 /** One row per generation; wide shows the whole digest and the spec and config hashes. */
@@ -191,6 +202,8 @@ function eventText(e: SpcdEvent): string {
       return `${t} state      ${e.container}: ${e.from} -> ${e.to}${e.reason ? ` (${e.reason})` : ''}`;
     case 'health':
       return `${t} health     ${e.container}${e.check ? `/${e.check}` : ''}: ${e.status}${e.output ? ` ${oneLine(e.output, 60)}` : ''}`;
+    case 'dependency':
+      return `${t} dependency ${e.container}/${e.check}: ${e.dependency} ${e.status}${e.output ? ` ${oneLine(e.output, 60)}` : ''}`;
     case 'upgrade-step':
       return `${t} step       ${e.container} gen ${e.generation}: ${e.step} ${e.outcome}${e.detail ? ` (${e.detail})` : ''}`;
     case 'pull-progress':

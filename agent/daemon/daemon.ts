@@ -19,6 +19,7 @@ import { TemplateConfig } from '../config/template-config.js';
 import { registryAuthFromFile } from '../host/registry-auth.js';
 import { CgroupExitWatch } from '../host/exit-watch.js';
 import { ProcVmProbe } from '../host/vm-probe.js';
+import { publishHealthEvents } from '../status/health-events.js';
 import { registerDaemonMetrics } from '../status/metrics.js';
 import { planView } from '../status/plan-view.js';
 import { DaemonStatus } from '../status/status-view.js';
@@ -195,16 +196,7 @@ export function buildDaemon(
     definitionsLoaded: () => definitions.error === undefined,
     quarantined: () => reconciler.quarantine.names().length,
   });
-  health.onChange((c) =>
-    events.publish({
-      type: 'health',
-      at: clock.now(),
-      container: c.name,
-      ...(c.check ? { check: c.check.name } : {}),
-      status: c.status,
-      ...(c.check?.lastResult ? { output: c.check.lastResult.output } : {}),
-    }),
-  );
+  publishHealthEvents(health, events, clock);
   const parts: DaemonParts = {
     settings,
     log,

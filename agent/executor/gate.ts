@@ -1,14 +1,20 @@
 import { SpcdError } from '../errors.js';
 import { isRunning, type ObservedContainer } from '../model/observed.js';
-import type { ContainerSpec } from '../model/spec.js';
+import { isDependencyCheck, type ContainerSpec } from '../model/spec.js';
 import type { ExecutorDeps } from './ports.js';
 
 /**
- * The health gate: every check passes, or (no checks) the container stays up
- * minReadyMs. With checks, the gate points the health room at the new
+ * The health gate: every liveness check passes, or (none) the container stays
+ * up minReadyMs. With checks, the gate points the health room at the new
  * instance itself (the reconciler does not watch a container while an
  * operation holds it), waits until an absolute deadline, and fails at once
  * when the new container exits instead of waiting for the deadline.
+ *
+ * Dependency checks neither hold nor fail the gate (decision 0034): a service
+ * outside the container that is down says nothing of the new generation, and
+ * the old one would not reach it either. They are watched with the others, so
+ * the new generation's dependency shows in the status, the events and the
+ * metric as soon as its checks say so.
  */
 export async function gate(
   deps: ExecutorDeps,
@@ -17,7 +23,7 @@ export async function gate(
   spec: ContainerSpec,
   signal?: AbortSignal,
 ): Promise<void> {
-  if (spec.healthchecks.length > 0) {
+  if (spec.healthchecks.some((check) => !isDependencyCheck(check))) {
     const c = await deps.engine.inspect(id);
     if (!c || !isRunning(c)) throw exitedBeforeReady(name, c);
     deps.health.watchInstance(spec, c);

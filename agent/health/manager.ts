@@ -2,19 +2,24 @@
  * The health manager: owns the workers of every watched container, keeps
  * their results, publishes status changes only, emits failure actions for the
  * reconciler to perform, and offers the upgrade health gate (waitHealthy).
- * It never calls the engine to restart anything.
+ * It never calls the engine to restart anything. Dependency checks
+ * (CheckSpec.dependency) ask for no action, count in neither the container's
+ * status nor the gate, and report their dependency down and up instead.
  */
 import { SpcdError } from '../errors.js';
 import type { ExecEngine } from '../engine/types.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
-import type { CheckSpec } from '../model/spec.js';
+import { isDependencyCheck, type CheckSpec } from '../model/spec.js';
+import { DependencyReports } from './dependencies.js';
 import { realHostProbes } from './host-probes.js';
 import { hostProbeProblem, makeProbe } from './probe.js';
 import { makeSchedule } from './schedule.js';
 import { aggregateStatus } from './status.js';
 import type {
   ContainerHealthStatus,
+  DependencyChange,
+  DependencyState,
   DockerHealth,
   HealthAction,
   HealthChange,
@@ -54,6 +59,8 @@ export class HealthManager {
   private readonly changeListeners = new Set<(c: HealthChange) => void>();
   private readonly actionListeners = new Set<(a: HealthAction) => void>();
   private readonly failureListeners = new Set<(name: string, check: string) => void>();
+  private readonly dependencyListeners = new Set<(d: DependencyChange) => void>();
+  private readonly reports = new DependencyReports();
   private readonly waiters = new Set<Waiter>();
   private readonly random: () => number;
   private readonly historySize: number;
@@ -89,6 +96,7 @@ export class HealthManager {
       }
     }
     if (old) for (const w of old.workers.values()) void w.stop();
+    this.reports.keep(target.name, new Set(target.checks.filter(isDependencyCheck).map((c) => c.name)));
     this.entries.set(target.name, entry);
     const paused = this.paused.has(target.name);
     for (const w of entry.workers.values()) w.start(paused);
@@ -141,6 +149,7 @@ export class HealthManager {
       containerId: e.target.containerId,
       status: e.status,
       paused: this.paused.has(name),
+      dependencies: this.dependencyStates(name, e),
       checks: [...e.workers.values()].map((w) => w.snapshot()),
       ...(e.dockerHealth ? { dockerHealth: e.dockerHealth } : {}),
     };
@@ -164,11 +173,26 @@ export class HealthManager {
     return () => this.failureListeners.delete(listener);
   }
 
+  /** Called when a dependency check reports its dependency down, and up again after that. */
+  onDependency(listener: (d: DependencyChange) => void): () => void {
+    this.dependencyListeners.add(listener);
+    return () => this.dependencyListeners.delete(listener);
+  }
+
+  /** Every watched container's dependency checks and what they show (the metric). */
+  dependencies(): { readonly container: string; readonly states: readonly DependencyState[] }[] {
+    return [...this.entries].map(([container, e]) => ({
+      container,
+      states: this.dependencyStates(container, e),
+    }));
+  }
+
   /**
-   * Resolves when every check of this container instance is healthy (at once
-   * when it has none). Rejects with HEALTH_GATE_FAILED, details {lastResults},
-   * when a check turns unhealthy, at deadlineMs (absolute ms on the injected
-   * clock), or when signal aborts.
+   * Resolves when every liveness check of this container instance is
+   * healthy (at once when it has none; dependency checks take no part).
+   * Rejects with HEALTH_GATE_FAILED, details {lastResults}, when a liveness
+   * check turns unhealthy, at deadlineMs (absolute ms on the injected clock),
+   * or when signal aborts.
    */
   waitHealthy(name: string, containerId: string, deadlineMs: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -224,8 +248,10 @@ export class HealthManager {
         onStatus: (w, previous) => {
           const cur = this.current(target.name, w);
           if (!cur) return;
+          this.reportDependency(target, w);
           this.refresh(cur, {
             name: w.check.name,
+            ...(w.check.dependency !== undefined ? { dependency: w.check.dependency } : {}),
             status: w.checkStatus,
             previous,
             lastResult: w.snapshot().lastResult,
@@ -237,7 +263,7 @@ export class HealthManager {
         },
         onThreshold: (w) => {
           if (!this.current(target.name, w)) return;
-          if (w.check.action === 'none') return;
+          if (w.check.action === 'none' || isDependencyCheck(w.check)) return;
           const action: HealthAction = {
             name: target.name,
             containerId: target.containerId,
@@ -260,9 +286,37 @@ export class HealthManager {
     return e && e.workers.get(w.check.name) === w ? e : undefined;
   }
 
+  private reportDependency(target: WatchTarget, w: CheckWorker): void {
+    const dependency = w.check.dependency;
+    if (dependency === undefined) return;
+    const status = this.reports.change(target.name, w.check.name, w.checkStatus);
+    if (!status) return;
+    const change: DependencyChange = {
+      name: target.name,
+      containerId: target.containerId,
+      check: w.check.name,
+      dependency,
+      status,
+      consecutiveFailures: w.failures,
+      output: w.snapshot().lastResult?.output ?? '',
+    };
+    this.deps.log[status === 'down' ? 'warn' : 'info'](
+      { dependency: change },
+      `dependency ${dependency} ${status}`,
+    );
+    for (const l of this.dependencyListeners) safely(() => l(change), this.deps.log);
+  }
+
+  private dependencyStates(name: string, e: Entry): DependencyState[] {
+    return this.reports.states(
+      name,
+      [...e.workers.values()].map((w) => [w.check, w.checkStatus] as const),
+    );
+  }
+
   private refresh(entry: Entry, check: HealthChange['check']): void {
     const previous = entry.status;
-    entry.status = aggregateStatus([...entry.workers.values()].map((w) => w.checkStatus));
+    entry.status = aggregateStatus(liveness(entry).map((w) => w.checkStatus));
     if (check || entry.status !== previous) {
       this.publish({
         name: entry.target.name,
@@ -287,7 +341,7 @@ export class HealthManager {
   private checkWaiter(w: Waiter): void {
     const e = this.entries.get(w.name);
     if (!e || e.target.containerId !== w.containerId) return;
-    const statuses = [...e.workers.values()].map((x) => x.checkStatus);
+    const statuses = liveness(e).map((x) => x.checkStatus);
     if (statuses.every((s) => s === 'healthy')) w.settle();
     else if (statuses.includes('unhealthy'))
       w.settle(this.gateError(w.name, w.containerId, 'a check turned unhealthy'));
@@ -309,6 +363,11 @@ export class HealthManager {
         : [];
     return new SpcdError('HEALTH_GATE_FAILED', `${name}: ${why}`, { name, containerId, lastResults });
   }
+}
+
+/** The container's own checks: a dependency check says nothing of its liveness. */
+function liveness(e: Entry): CheckWorker[] {
+  return [...e.workers.values()].filter((w) => !isDependencyCheck(w.check));
 }
 
 function sameCheck(a: CheckSpec, b: CheckSpec): boolean {

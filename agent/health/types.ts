@@ -30,6 +30,8 @@ export type ContainerHealthStatus = CheckStatus;
 export interface CheckSnapshot {
   readonly name: string;
   readonly status: CheckStatus;
+  /** Set for a dependency check (CheckSpec.dependency). */
+  readonly dependency?: string;
   readonly consecutiveFailures: number;
   readonly consecutiveSuccesses: number;
   readonly lastResult?: HealthResult;
@@ -40,12 +42,44 @@ export interface CheckSnapshot {
 export interface HealthSnapshot {
   readonly name: string;
   readonly containerId: string;
+  /** Of the container's own (liveness) checks only; dependency checks are in `dependencies`. */
   readonly status: ContainerHealthStatus;
+  /** One per dependency check, in check order (none when it has none). */
+  readonly dependencies: readonly DependencyState[];
   /** True between pause() and resume(): nothing is probed. */
   readonly paused: boolean;
   readonly checks: readonly CheckSnapshot[];
   /** The image's own Docker HEALTHCHECK status, reported beside spcd's checks. */
   readonly dockerHealth?: DockerHealth;
+}
+
+/**
+ * A dependency's state as a check sees it: `up` while the check is healthy,
+ * `down` while it is unhealthy; while it starts afresh (a new instance), the
+ * state last reported for the container (`unknown` when none was).
+ */
+export type DependencyStatus = 'up' | 'down' | 'unknown';
+
+export interface DependencyState {
+  readonly check: string;
+  readonly dependency: string;
+  readonly status: DependencyStatus;
+}
+
+/**
+ * Emitted when a dependency check turns unhealthy (down) and when it is
+ * healthy again after that (up): once per change of the container's
+ * dependency, across its instances.
+ */
+export interface DependencyChange {
+  readonly name: string;
+  readonly containerId: string;
+  readonly check: string;
+  readonly dependency: string;
+  readonly status: 'up' | 'down';
+  readonly consecutiveFailures: number;
+  /** The last result's output. */
+  readonly output: string;
 }
 
 /** What watch() needs to know about one running container instance. */
@@ -71,6 +105,8 @@ export interface HealthChange {
   /** Set when a check's status changed (absent for container-only changes such as dockerHealth). */
   readonly check?: {
     readonly name: string;
+    /** Set for a dependency check: `status` is then the container's liveness, which it does not change. */
+    readonly dependency?: string;
     readonly status: CheckStatus;
     readonly previous: CheckStatus;
     readonly lastResult?: HealthResult;

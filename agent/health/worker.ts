@@ -140,6 +140,7 @@ export class CheckWorker {
     return {
       name: this.check.name,
       status: this.status,
+      ...(this.check.dependency !== undefined ? { dependency: this.check.dependency } : {}),
       consecutiveFailures: this.consecutiveFailures,
       consecutiveSuccesses: this.consecutiveSuccesses,
       ...(last ? { lastResult: last } : {}),

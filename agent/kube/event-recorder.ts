@@ -20,6 +20,8 @@ export type KubeEventReason =
   | 'RollbackFailed'
   | 'UnhealthyRestart'
   | 'Refused'
+  | 'DependencyDown'
+  | 'DependencyUp'
   | 'FleetSlotAcquired';
 
 export interface KubeEventInput {
@@ -88,6 +90,12 @@ export function kubeEventFor(e: SpcdEvent): KubeEventInput | undefined {
       return { type: 'Warning', reason: 'Refused', message: `${target}: ${e.error.message}` };
     return undefined;
   }
+  if (e.type === 'dependency')
+    return {
+      type: e.status === 'down' ? 'Warning' : 'Normal',
+      reason: e.status === 'down' ? 'DependencyDown' : 'DependencyUp',
+      message: `${e.container}: ${e.dependency} ${e.status} (check ${e.check}; not restarted for it)`,
+    };
   if (e.type === 'state' && (e.to === 'exited' || e.to === 'crash-looping') && e.reason)
     return { type: 'Warning', reason: 'UnhealthyRestart', message: `${e.container}: ${e.reason}` };
   return undefined;

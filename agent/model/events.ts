@@ -20,6 +20,21 @@ export type SpcdEvent =
       readonly output?: string;
     }
   | {
+      /**
+       * A dependency check (a service outside the container: RabbitMQ, the
+       * database) reached its failure threshold (`down`), or passes again
+       * after that (`up`). The container is not restarted for it.
+       */
+      readonly type: 'dependency';
+      readonly at: number;
+      readonly container: string;
+      readonly check: string;
+      readonly dependency: string;
+      readonly status: 'down' | 'up';
+      /** The last result's output. */
+      readonly output?: string;
+    }
+  | {
       readonly type: 'upgrade-step';
       readonly at: number;
       readonly operationId: string;

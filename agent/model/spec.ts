@@ -130,6 +130,19 @@ export interface CheckSpec {
   readonly successThreshold: number;
   readonly action: CheckAction;
   readonly maxOutputBytes: number;
+  /**
+   * The check tells whether a service outside the container (RabbitMQ, the
+   * database) is reachable, not whether the container is alive: its action is
+   * `none`, it is reported as that dependency's state and it takes no part in
+   * the container's health or an upgrade's health gate (docs/health.md,
+   * docs/decisions/0034-dependency-checks.md). Absent: a liveness check.
+   */
+  readonly dependency?: string;
+}
+
+/** A check that watches a dependency outside its container (CheckSpec.dependency). */
+export function isDependencyCheck(check: Pick<CheckSpec, 'dependency'>): boolean {
+  return check.dependency !== undefined;
 }
 
 /** A config file rendered from a template into the container's config dir (issue #6). */

@@ -3,6 +3,7 @@ import {
   ACTIONS,
   CHECK_KEYS,
   CHECK_NAME,
+  DEPENDENCY_NAME,
   PROBE_KEYS,
   PROCESS_COMM,
   PROCESS_NAME,
@@ -81,6 +82,7 @@ export function checkSchema(): JsonSchema {
     success_threshold: { type: 'integer', minimum: 1, maximum: 1000 },
     action: { enum: [...ACTIONS] },
     max_output: SIZE_SCHEMA,
+    dependency: str(DEPENDENCY_NAME),
     use: { type: 'string', minLength: 1 },
     args: STRINGS_SCHEMA,
   };
@@ -95,6 +97,10 @@ export function checkSchema(): JsonSchema {
     },
     not: { required: [...SCHEDULE_KEYS] },
     dependentRequired: { args: ['use'] },
-    dependentSchemas: { expect_status: { anyOf: [{ required: ['http'] }, { required: ['use'] }] } },
+    dependentSchemas: {
+      expect_status: { anyOf: [{ required: ['http'] }, { required: ['use'] }] },
+      // A dependency check never restarts or stops its container (docs/health.md).
+      dependency: { properties: { action: { const: 'none' } } },
+    },
   };
 }

@@ -32,6 +32,7 @@ const FIELD_KEYS = [
   'success_threshold',
   'action',
   'max_output',
+  'dependency',
 ] as const;
 export const CHECK_KEYS = [...FIELD_KEYS, 'use', 'args'] as const;
 export const TEMPLATE_KEYS = FIELD_KEYS.filter((k) => k !== 'name');
@@ -40,6 +41,12 @@ export const ACTIONS: readonly CheckAction[] = ['restart', 'stop', 'none'];
 export const TCP_TARGET = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):([0-9]{1,5})$/;
 export const PROCESS_COMM = /^[^/\0\n]{1,15}$/;
 export const PROCESS_NAME = /^[A-Za-z0-9_.+@-]{1,64}$/;
+/** `dependency:` a short name of the service outside the container the check watches. */
+export const DEPENDENCY_NAME = /^[a-z0-9_-]{1,63}$/;
+const DEP = {
+  pattern: DEPENDENCY_NAME,
+  what: 'a dependency name (lowercase letters, digits, "-" and "_", at most 63 characters)',
+};
 
 /** A named check template from the library file, kept raw so entries can override fields. */
 export interface CheckTemplate {
@@ -182,7 +189,8 @@ function validateFields(r: Reader, name: string, m: Mapping, where: Where): Chec
     m.success_threshold === undefined
       ? CHECK_DEFAULTS.successThreshold
       : r.integer(m.success_threshold, at('success_threshold'), 1, 1000);
-  const action = m.action === undefined ? CHECK_DEFAULTS.action : r.oneOf(m.action, at('action'), ACTIONS);
+  const dependency = m.dependency === undefined ? undefined : r.string(m.dependency, at('dependency'), DEP);
+  const action = readAction(r, m, where, m.dependency !== undefined);
   const maxOutputBytes =
     m.max_output === undefined
       ? CHECK_DEFAULTS.maxOutputBytes
@@ -233,7 +241,23 @@ function validateFields(r: Reader, name: string, m: Mapping, where: Where): Chec
     successThreshold,
     action,
     maxOutputBytes,
+    ...(dependency !== undefined ? { dependency } : {}),
   };
+}
+
+/**
+ * `action:`, default restart. A dependency check never restarts or stops its
+ * container: its action is none, and one that says restart or stop is refused.
+ */
+function readAction(r: Reader, m: Mapping, where: Where, dependency: boolean): CheckAction | undefined {
+  if (m.action === undefined) return dependency ? 'none' : CHECK_DEFAULTS.action;
+  const action = r.oneOf(m.action, r.child(m, 'action', where), ACTIONS);
+  if (!dependency || action === undefined || action === 'none') return action;
+  r.fail(
+    r.child(m, 'action', where),
+    `a dependency check never restarts or stops its container: action must be none (got ${action}), or leave it out`,
+  );
+  return undefined;
 }
 
 function readProbe(r: Reader, m: Mapping, where: Where): CheckProbe | undefined {

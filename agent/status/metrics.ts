@@ -5,12 +5,16 @@
  * deploy/prometheus/ read these (docs/metrics.md, docs/alerting.md).
  */
 import type { MetricsRegistry } from '../api/registry.js';
+import type { DependencyState } from '../health/types.js';
 import type { EventBus } from '../model/events.js';
 
 export interface DaemonMetricsDeps {
   readonly registry: MetricsRegistry;
   readonly events: EventBus;
-  readonly health: { onFailure(listener: (name: string, check: string) => void): () => void };
+  readonly health: {
+    onFailure(listener: (name: string, check: string) => void): () => void;
+    dependencies(): readonly { readonly container: string; readonly states: readonly DependencyState[] }[];
+  };
   readonly engineAvailable: () => boolean;
   readonly definitionsLoaded: () => boolean;
   /** Containers left alone until an operator clears them (RECOVERY_QUARANTINED). */
@@ -40,6 +44,27 @@ export function registerDaemonMetrics(d: DaemonMetricsDeps): void {
       help: 'Containers whose journal entry could not be finished or undone, left alone until cleared.',
     },
     one(() => d.quarantined()),
+  );
+  registry.collect(
+    'gauge',
+    {
+      name: 'spcd_check_dependency_up',
+      help: 'Whether each dependency check of a running container sees its dependency up (1) or down (0); absent until known.',
+      labels: ['container', 'check', 'dependency'],
+    },
+    () =>
+      d.health.dependencies().flatMap(({ container, states }) =>
+        states.flatMap((s) =>
+          s.status === 'unknown'
+            ? []
+            : [
+                {
+                  labels: { container, check: s.check, dependency: s.dependency },
+                  value: +(s.status === 'up'),
+                },
+              ],
+        ),
+      ),
   );
   const upgrades = registry.counter({
     name: 'spcd_upgrades_total',

@@ -1,13 +1,14 @@
 import { SpcdError } from '../errors.js';
 import type { EventBus } from '../model/events.js';
 import { isRunning } from '../model/observed.js';
-import type { SetSpec } from '../model/spec.js';
+import { isDependencyCheck, type CheckSpec, type SetSpec } from '../model/spec.js';
 import type {
   ContainerHealthView,
   ContainerState,
   ContainerStatus,
   DefinitionProblem,
   DefinitionsStatus,
+  DependencyView,
   GenerationDiffView,
   GenerationView,
   HealthState,
@@ -167,8 +168,10 @@ export class DaemonStatus implements StatusView {
     else if (r.crashLooping(name)) state = 'crash-looping';
     else if (p.state === 'created') state = 'starting';
     else state = 'exited';
+    const checks = desired?.spec.healthchecks ?? [];
     let health: HealthState = 'none';
-    if (desired && desired.spec.healthchecks.length > 0) health = snap?.status ?? 'unknown';
+    if (checks.some((c) => !isDependencyCheck(c))) health = snap?.status ?? 'unknown';
+    const dependencies = dependencyViews(checks, snap);
     return {
       name,
       set,
@@ -178,6 +181,7 @@ export class DaemonStatus implements StatusView {
       containerId: p?.id ?? null,
       state,
       health,
+      ...(dependencies.length > 0 ? { dependencies } : {}),
       dockerHealth: p?.dockerHealth ?? null,
       restartCount: f.restartCount,
       startedAt: p?.startedAt || null,
@@ -199,15 +203,18 @@ export class DaemonStatus implements StatusView {
   }
 
   health(name: string): ContainerHealthView | undefined {
-    if (!this.container(name)) return undefined;
+    const c = this.container(name);
+    if (!c) return undefined;
     const snap = this.d.health.snapshot(name);
     return {
       name,
-      status: snap?.status ?? 'unknown',
+      // Only dependency checks: no health of its own, as in its ContainerStatus.
+      status: c.dependencies && c.health === 'none' ? 'none' : (snap?.status ?? 'unknown'),
       dockerHealth: snap?.dockerHealth ?? this.d.reconciler.primary(name)?.dockerHealth ?? null,
       checks: (snap?.checks ?? []).map((c) => ({
         name: c.name,
         status: c.status,
+        ...(c.dependency !== undefined ? { dependency: c.dependency } : {}),
         consecutiveFailures: c.consecutiveFailures,
         consecutiveSuccesses: c.consecutiveSuccesses,
         history: c.history.map((h) => ({
@@ -247,6 +254,21 @@ export class DaemonStatus implements StatusView {
       throw new SpcdError('NOT_FOUND', `no container named ${name}`, { container: name });
     return this.d.logs.logs(p.id, opts);
   }
+}
+
+/** Its dependency checks, each with what the health room last saw of it (unknown while not watched). */
+function dependencyViews(checks: readonly CheckSpec[], snap: HealthSnapshot | undefined): DependencyView[] {
+  return checks.flatMap((c) =>
+    c.dependency === undefined
+      ? []
+      : [
+          {
+            check: c.name,
+            dependency: c.dependency,
+            status: snap?.dependencies.find((d) => d.check === c.name)?.status ?? 'unknown',
+          },
+        ],
+  );
 }
 
 /** Why spcd leaves a container as it is (a newer spcd's labels), when it does. */

@@ -27,7 +27,7 @@ async function promtool(...args: string[]): Promise<{ code: number; out: string 
 describe('deploy/prometheus/spcd-alerts.yaml', () => {
   it('passes promtool check rules', async () => {
     const r = await promtool('check', 'rules', 'spcd-alerts.yaml');
-    expect(r.out).toContain('SUCCESS: 9 rules found');
+    expect(r.out).toContain('SUCCESS: 10 rules found');
     expect(r.code).toBe(0);
   });
 

@@ -1,7 +1,8 @@
 /**
  * The real `promtool check metrics` on a live daemon's /metrics, running the
  * demo set (container-sets/demo/demo.yaml, its names and paths made unique
- * to this test), after an upgrade that commits and one that rolls back.
+ * to this test, with a dependency check added), after an upgrade that
+ * commits and one that rolls back.
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -48,6 +49,7 @@ function promtool(text: string): Promise<{ code: number | null; out: string }> {
 
 beforeAll(async () => {
   const port = await freePort();
+  const closed = await freePort();
   const libvirtRun = join(sb.root, 'run-libvirt');
   const libvirtLib = join(sb.root, 'lib-libvirt');
   mkdirSync(libvirtRun);
@@ -56,7 +58,14 @@ beforeAll(async () => {
     .replace(/\bdemo_(libvirt|compute|ovs_agent)\b/g, (_m, s: string) => name(s))
     .replaceAll('18775', String(port))
     .replaceAll('/run/spcd-demo/libvirt', libvirtRun)
-    .replaceAll('/var/lib/spcd-demo/libvirt', libvirtLib);
+    .replaceAll('/var/lib/spcd-demo/libvirt', libvirtLib)
+    // A dependency check on a port nothing listens on: spcd_check_dependency_up has a sample (0).
+    .replace(
+      /( +)- name: api\n/,
+      (m, pad: string) =>
+        `${pad}- { name: mq, tcp: "127.0.0.1:${closed}", interval: 1s, timeout: 500ms, failure_threshold: 1, dependency: rabbitmq }\n${m}`,
+    );
+  expect(demo).toContain('dependency: rabbitmq');
   writeSet(sb, 'demo.yaml', demo);
   // This VM cannot start --privileged containers (docs/operator-guide.md).
   const overrides = capsOverride(sb, [name('libvirt')]);
@@ -107,6 +116,7 @@ describe('/metrics of a live daemon with the demo set', () => {
       '# TYPE spcd_vm_safety_refusals_total counter',
       '# TYPE spcd_health_check_failures_total counter',
       '# TYPE spcd_api_request_duration_seconds histogram',
+      `spcd_check_dependency_up{container="${name('compute')}",check="mq",dependency="rabbitmq"} 0`,
     ])
       expect(text).toContain(family);
     // promtool is strict enough to catch a broken exposition (the check is not vacuous)

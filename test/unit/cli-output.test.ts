@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiHandler } from '../../agent/api/handler.js';
-import { formatStatus } from '../../agent/cli/format.js';
+import { formatEvent, formatHealth, formatStatus } from '../../agent/cli/format.js';
 import { SpcdError } from '../../agent/errors.js';
 import { silentLogger } from '../../agent/log.js';
 import { demoContainer, FakeActions, FakeStatus } from '../support/api-fakes.js';
@@ -99,6 +99,47 @@ describe('tables and JSON', () => {
     };
     expect(formatStatus(doc).trimEnd().split('\n').at(-1)).toMatch(
       /^ {2}nova_libvirt\s+3\s+running\s+healthy\s+0\s+\S+\s+left as it is: labelled by a newer spcd/,
+    );
+  });
+
+  it('status: a container whose own checks pass and whose dependency is down reads healthy, with it down', async () => {
+    const doc = {
+      ...(await status.status()),
+      retained: [
+        demoContainer('nova_compute', 'compute', {
+          dependencies: [
+            { check: 'amqp', dependency: 'rabbitmq', status: 'down' },
+            { check: 'amqp2', dependency: 'rabbitmq', status: 'down' },
+            { check: 'db', dependency: 'database', status: 'up' },
+          ],
+        }),
+      ],
+    };
+    expect(formatStatus(doc).trimEnd().split('\n').at(-1)).toMatch(
+      /^ {2}nova_compute\s+3\s+running\s+healthy; rabbitmq down\s+0\s/,
+    );
+    const health = formatHealth({
+      name: 'nova_compute',
+      status: 'healthy',
+      dockerHealth: null,
+      checks: [
+        { name: 'api', status: 'healthy', consecutiveFailures: 0, consecutiveSuccesses: 4, history: [] },
+        {
+          name: 'amqp',
+          dependency: 'rabbitmq',
+          status: 'unhealthy',
+          consecutiveFailures: 5,
+          consecutiveSuccesses: 0,
+          history: [],
+        },
+      ],
+    }).split('\n');
+    expect(health[1]).toMatch(/^CHECK\s+DEPENDENCY\s+STATUS\s+FAILS/);
+    expect(health[2]).toMatch(/^api\s+-\s+healthy\s+0\s+4/);
+    expect(health[3]).toMatch(/^amqp\s+rabbitmq\s+unhealthy\s+5\s+0/);
+    const event = { type: 'dependency', at: 0, container: 'nova_compute', check: 'amqp' } as const;
+    expect(formatEvent({ ...event, dependency: 'rabbitmq', status: 'down', output: 'refused' })).toBe(
+      '00:00:00.000 dependency nova_compute/amqp: rabbitmq down refused',
     );
   });
 

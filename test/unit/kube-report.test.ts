@@ -213,6 +213,19 @@ describe('kube reporting through the real client-node', () => {
       }),
     ).toEqual({ type: 'Warning', reason: 'Refused', message: 'nova_libvirt: 3 VMs running' });
     expect(kubeEventFor({ type: 'health', at: 0, container: 'x', status: 'healthy' })).toBeUndefined();
+    const dep = {
+      type: 'dependency',
+      at: 0,
+      container: 'nova_compute',
+      check: 'amqp',
+      dependency: 'rabbitmq',
+    } as const;
+    expect(kubeEventFor({ ...dep, status: 'down', output: 'refused' })).toEqual({
+      type: 'Warning',
+      reason: 'DependencyDown',
+      message: 'nova_compute: rabbitmq down (check amqp; not restarted for it)',
+    });
+    expect(kubeEventFor({ ...dep, status: 'up' })).toMatchObject({ type: 'Normal', reason: 'DependencyUp' });
   });
 
   it('DesiredWatcher: list, watch, re-list after 410 Gone, absent and invalid ConfigMaps', async () => {

@@ -20,7 +20,7 @@ function declared(): Map<string, string> {
   registerDaemonMetrics({
     registry,
     events: new EventBus(),
-    health: { onFailure: () => () => undefined },
+    health: { onFailure: () => () => undefined, dependencies: () => [] },
     engineAvailable: () => true,
     definitionsLoaded: () => true,
     quarantined: () => 0,

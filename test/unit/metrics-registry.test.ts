@@ -92,6 +92,16 @@ describe("the daemon's families", () => {
           failure = l;
           return () => undefined;
         },
+        dependencies: () => [
+          {
+            container: 'nova_compute',
+            states: [
+              { check: 'amqp', dependency: 'rabbitmq', status: 'down' },
+              { check: 'db', dependency: 'database', status: 'up' },
+              { check: 'placement', dependency: 'placement', status: 'unknown' },
+            ],
+          },
+        ],
       },
       engineAvailable: () => false,
       definitionsLoaded: () => true,
@@ -128,6 +138,14 @@ describe("the daemon's families", () => {
     expect(text).toContain('spcd_engine_available 0');
     expect(text).toContain('spcd_definitions_loaded 1');
     expect(text).toContain('spcd_quarantined_containers 2');
+  });
+
+  it('shows each dependency check as up (1) or down (0), and leaves out one not known yet', () => {
+    const text = daemon().r.render();
+    expect(text.split('\n').filter((l) => l.startsWith('spcd_check_dependency_up'))).toEqual([
+      'spcd_check_dependency_up{container="nova_compute",check="amqp",dependency="rabbitmq"} 0',
+      'spcd_check_dependency_up{container="nova_compute",check="db",dependency="database"} 1',
+    ]);
   });
 });
 

@@ -184,6 +184,10 @@ const BOTH_REFUSE: Record<string, string> = {
   'check action': c('healthchecks: [{ name: x, exec: [a], action: reboot }]'),
   'check expect_status without http': c('healthchecks: [{ name: x, exec: [a], expect_status: [200] }]'),
   'check tcp target': c("healthchecks: [{ name: x, tcp: 'nohost' }]"),
+  'check dependency name': c("healthchecks: [{ name: x, tcp: 'h:1', dependency: RabbitMQ }]"),
+  'dependency check that restarts': c(
+    "healthchecks: [{ name: x, tcp: 'h:1', dependency: rabbitmq, action: restart }]",
+  ),
   'config without container_path': c('command: [a]', 'config: [{ template: a.j2, dest: a }]'),
   'config mode a number': c(
     'command: [a]',

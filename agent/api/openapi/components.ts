@@ -51,6 +51,7 @@ const ContainerStatus = obj(
     containerId: nullable(str()),
     state: oneOfStrings(CONTAINER_STATES),
     health: ref('HealthState'),
+    dependencies: arr(ref('DependencyView')),
     dockerHealth: nullable(str("the image's own HEALTHCHECK status")),
     restartCount: int(0),
     startedAt: nullable(isoTime),
@@ -61,7 +62,13 @@ const ContainerStatus = obj(
     untouched: str('why spcd leaves it as it is (labels written by a newer spcd)'),
     census: ref('CensusView'),
   },
-  ['untouched', 'census'],
+  ['untouched', 'census', 'dependencies'],
+);
+
+const DependencyView = obj(
+  { check: str(), dependency: str(), status: oneOfStrings(['up', 'down', 'unknown']) },
+  [],
+  "a dependency check's view of a service outside the container (docs/health.md)",
 );
 
 const SetStatus = obj({
@@ -121,13 +128,17 @@ const HealthResultView = obj({
   output: str(),
 });
 
-const CheckHealthView = obj({
-  name: str(),
-  status: ref('HealthState'),
-  consecutiveFailures: int(0),
-  consecutiveSuccesses: int(0),
-  history: arr(ref('HealthResultView')),
-});
+const CheckHealthView = obj(
+  {
+    name: str(),
+    status: ref('HealthState'),
+    dependency: str('set for a dependency check'),
+    consecutiveFailures: int(0),
+    consecutiveSuccesses: int(0),
+    history: arr(ref('HealthResultView')),
+  },
+  ['dependency'],
+);
 
 const ContainerHealthView = obj({
   name: str(),
@@ -214,6 +225,7 @@ export function componentSchemas(): Record<string, Schema> {
     ErrorView,
     CensusView,
     ContainerStatus,
+    DependencyView,
     SetStatus,
     DefinitionProblem,
     DefinitionsStatus,

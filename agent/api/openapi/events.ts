@@ -16,6 +16,19 @@ export function eventSchemas(): Record<string, Schema> {
       { type: type('health'), at, container: str(), check: str(), status: str(), output: str() },
       ['check', 'output'],
     ),
+    DependencyEvent: obj(
+      {
+        type: type('dependency'),
+        at,
+        container: str(),
+        check: str(),
+        dependency: str(),
+        status: oneOfStrings(['down', 'up']),
+        output: str(),
+      },
+      ['output'],
+      'a dependency check turned unhealthy (down) or passes again (up); the container is not restarted for it',
+    ),
     UpgradeStepEvent: obj(
       {
         type: type('upgrade-step'),
