@@ -169,6 +169,8 @@ export interface SpcdEventLine {
   readonly ok?: boolean;
   readonly error?: { code: string; message: string };
   readonly result?: Record<string, unknown>;
+  /** A dependency event's verdict ('down' or 'up'). */
+  readonly status?: string;
   /** census events */
   readonly action?: string;
   readonly before?: readonly string[];

@@ -96,6 +96,8 @@ export class OpenStackE2eRun {
   readonly results: StepResult[] = [];
   /** 1 once Nova stopped, started and deleted the VMs. */
   managed = 0;
+  /** Containers restarted during the RabbitMQ outage step (undefined: the step did not run). */
+  rabbitOutageRestarts: number | undefined;
   /** One window of host time (epoch s) per step: the ping losses are placed in them. */
   readonly windows: PingWindow[] = [];
   ping: PingReport | undefined;
@@ -366,6 +368,7 @@ export class OpenStackE2eRun {
     console.log(`openstack_e2e_total_s=${((Date.now() - o.t0) / 1000).toFixed(1)}`);
     return (
       `openstack_vms_survived=${vmSteps}/${o.steps * o.vms} nova_managed_after=${this.managed} census_mismatches=${census} ` +
+      `rabbit_outage_restarts=${this.rabbitOutageRestarts ?? 'nan'} ` +
       `max_libvirt_window_s=${lib.length ? Math.max(...lib).toFixed(2) : 'nan'} max_compute_up_s=${up.length ? Math.max(...up).toFixed(1) : 'nan'} network_ok=${this.networkOk}/${o.steps} ` +
       (this.ping?.summary ??
         'vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan')

@@ -19,7 +19,10 @@
  *   7. kills spcd with SIGKILL in the middle of the agent's upgrade, starts it again
  *   (SPCD_E2E_LB_AGENT_STEPS=0 leaves 6 and 7 out, see LB_AGENT_STEPS);
  *   8. restarts each control container, one window each, until spcd reports it healthy;
- *   9. upgrades the whole compute set (openstack-control-steps.ts).
+ *   9. upgrades the whole compute set (openstack-control-steps.ts);
+ *  10. stops RabbitMQ through spcd for a minute and starts it again: every
+ *      AMQP client reports it down and up (dependency checks), no container
+ *      restarts, nova-compute is up again after (openstack-outage-steps.ts).
  * After each: the same qemu PIDs, no missing console counter value, spcd's
  * domain census without mismatch, both VMs ACTIVE in Nova, nova-compute up,
  * both ports still ACTIVE with their taps on the bridge. Then every ping
@@ -52,6 +55,7 @@ import * as cs from '../e2e/openstack-control-steps.js';
 import { pingProcesses } from '../e2e/ns-ping.js';
 import { amongDeletes, portRevisions, waitPortsSetUpAgain } from '../e2e/openstack-vm-net.js';
 import { OpenStackE2eRun } from '../e2e/openstack-e2e-run.js';
+import { rabbitOutage, type OutageResult } from '../e2e/openstack-outage-steps.js';
 import { waitQemu, type Acted } from '../e2e/openstack-steps.js';
 import { REPO } from '../support/daemon.js';
 import { waitFor } from '../support/wait.js';
@@ -69,7 +73,9 @@ const LB_AGENT_STEPS = process.env.SPCD_E2E_LB_AGENT_STEPS !== '0';
 const EXTERNAL_CONTROL = process.env.SPCD_E2E_OPENSTACK_CONTROL === 'external';
 /** Step 8's containers (all of the control and network sets) and step 9's set. */
 const { control: CONTROL, compute: COMPUTE } = cs.stepMembers(EXTERNAL_CONTROL);
-const STEPS = (LB_AGENT_STEPS ? 7 : 5) + CONTROL.length + 1;
+/** Step 10 (RabbitMQ down for a minute) needs the control plane's RabbitMQ. */
+const RABBIT_OUTAGE = !EXTERNAL_CONTROL;
+const STEPS = (LB_AGENT_STEPS ? 7 : 5) + CONTROL.length + 1 + (RABBIT_OUTAGE ? 1 : 0);
 const VMS = 2;
 const SPCD_ARGS = ['--templates', join(REPO, 'templates'), '--gate-deadline', '600s'];
 const T0 = Date.now();
@@ -193,6 +199,23 @@ describe.runIf(CONTROL_READY)(
       const images = await cs.setTargets(ctl, COMPUTE.containers.map(name), 'set');
       await step('compute-set-upgrade', () => cs.upgradeSet(ctl, COMPUTE.set, images));
     }, 2_400_000);
+
+    it.runIf(RABBIT_OUTAGE)(
+      '10: RabbitMQ down for a minute: spcd reports it on every AMQP client and restarts nothing',
+      async () => {
+        const dependents = ['nova_compute', 'neutron_linuxbridge_agent', 'nova_conductor', 'nova_scheduler'];
+        let outage: OutageResult | undefined;
+        await step('rabbitmq-outage', async () => {
+          outage = await rabbitOutage(ctl, name('rabbitmq'), dependents.map(name));
+          return outage;
+        });
+        const compute = new Set(COMPUTE.containers.map(name));
+        e2e.rabbitOutageRestarts = outage!.restarted.length;
+        expect(outage!.restarted.filter((c) => compute.has(c))).toEqual([]);
+        expect(outage!.restarted, 'a container was restarted during the outage').toEqual([]);
+      },
+      1_200_000,
+    );
 
     it('not one VM packet lost through the steps, each direction counted in its guest and from the DHCP namespace', async () => {
       // Every loss before the last step's end is on the consoles once a reply after it came.
