@@ -10,6 +10,7 @@ export const REPO_ROOT = new URL('../../', import.meta.url).pathname;
 
 export const SHIPPED_LOADS: Record<string, Omit<LoadOptions, 'checkLibraryFile'>> = {
   compute: { setsDir: `${REPO_ROOT}container-sets` },
+  linuxbridge: { setsDir: `${REPO_ROOT}container-sets/linuxbridge` },
   demo: { setsDir: `${REPO_ROOT}container-sets/demo` },
   'demo+no-privileged': {
     setsDir: `${REPO_ROOT}container-sets/demo`,

@@ -20,11 +20,16 @@ const digest = (v: unknown): string => sha256Hex(canonicalJson(v)).slice(0, 32);
 /** createBody's output for every shipped container, as the hand-written createBody (before the field table) gave it. */
 const BODIES: Record<string, Record<string, string>> = {
   compute: {
-    nova_libvirt: '8c68041ad07869b102678541d7e35219',
-    nova_compute: '27038ad85cb2cd3e3f09d0fa33dabad1',
-    openvswitch_db: '3cf447dc519f4e282b9d930f6624264c',
-    openvswitch_vswitchd: '7f88540c38e31a125cf4dd7e76ee7d4a',
-    neutron_openvswitch_agent: 'd4211af0181c47ff41b3575f13035a79',
+    nova_libvirt: 'b64eaa9cbda9bbd328799a0239084b63',
+    nova_compute: '75073b806d0037ff675178d2b3c045ff',
+    openvswitch_db: '9486591788de33b0ebf6190fc3b87595',
+    openvswitch_vswitchd: '5bb8c8b6bf95b8031a999467d1596456',
+    neutron_openvswitch_agent: 'be5eed18094b837e9f1aa7cbe304b988',
+  },
+  linuxbridge: {
+    nova_libvirt: 'b64eaa9cbda9bbd328799a0239084b63',
+    nova_compute: '75073b806d0037ff675178d2b3c045ff',
+    neutron_linuxbridge_agent: '822896ac9db3b6b512f608e1ba07dfde',
   },
   demo: {
     demo_libvirt: 'b9f38703e5b79d2a0d684fc6a72a1c71',

@@ -34,29 +34,46 @@ async function pinsOf(opts: (typeof SHIPPED_LOADS)[string]): Promise<Record<stri
 const PINS: Record<string, Record<string, Pin>> = {
   compute: {
     nova_libvirt: {
-      v2: 'v2-afe0c3454b8c6d1cedaff7a10d3a4bab',
-      v1: 'v1-3824e13c659bbeb1499a9d2db830f685',
-      form: '585261e9a63e9ec25bcdf6967a805ed2',
+      v2: 'v2-3b92ffb90e145eaa131334e2944f7b3b',
+      v1: 'v1-09bc241b86667e0a8be558634eed5376',
+      form: '6461e130303dc79dbf4a8753fd75ce61',
     },
     nova_compute: {
-      v2: 'v2-56d58fde0af0e6420f7cbfc0daa2b9a6',
-      v1: 'v1-c00a3b43af28b44dddb6bd2dc286876c',
-      form: 'b4e6d2dbe5677468668d75316fcd7683',
+      v2: 'v2-04d8dc21fd761a82e5d6d8f8b577bdb0',
+      v1: 'v1-dc2c0b354f010a6eb32655c87b1e0d61',
+      form: 'a254f27db069afd4d67435239790842e',
     },
     openvswitch_db: {
-      v2: 'v2-a7f25c80a346930ae0a7dde0bf75a863',
-      v1: 'v1-aeb5384554326d8bd0ada62832892d14',
-      form: 'e198e974fbd9685c07c99c004d2c8f61',
+      v2: 'v2-a2cb126adf6ca27387293a6064df47d8',
+      v1: 'v1-18bf385ade4d12ef086468eb6bec0e7b',
+      form: '6ce3ea4a9bd67f2e51b020521c7e2968',
     },
     openvswitch_vswitchd: {
-      v2: 'v2-4d6a310571ba450336c2a9e76a4a74d7',
-      v1: 'v1-4581921e4adf62ccf9dc4acf2cdd5379',
-      form: 'ab03b6899ddd287026bead483b9574f9',
+      v2: 'v2-50b062540f693649f07237c75bb808b8',
+      v1: 'v1-f5f30f801e500ab09bd3fa85ad431772',
+      form: '2b60b6d887eb0d974641c3801fa0bf86',
     },
     neutron_openvswitch_agent: {
-      v2: 'v2-43d7c25efa638707f8256cbe33636899',
-      v1: 'v1-678182aa16c660a74d30b3d4eac7c034',
-      form: '5554dc71a7c6492458cc51cb38002785',
+      v2: 'v2-8d17a8353ea38e62a0d84d83d582a1d7',
+      v1: 'v1-4a0f5a8d3756c81870842bbe3e7fa592',
+      form: '0c985541d3eab87a98f1d07728c57fd1',
+    },
+  },
+  linuxbridge: {
+    nova_libvirt: {
+      v2: 'v2-3b92ffb90e145eaa131334e2944f7b3b',
+      v1: 'v1-09bc241b86667e0a8be558634eed5376',
+      form: '6461e130303dc79dbf4a8753fd75ce61',
+    },
+    nova_compute: {
+      v2: 'v2-04d8dc21fd761a82e5d6d8f8b577bdb0',
+      v1: 'v1-dc2c0b354f010a6eb32655c87b1e0d61',
+      form: 'a254f27db069afd4d67435239790842e',
+    },
+    neutron_linuxbridge_agent: {
+      v2: 'v2-ef85e5a4f16c15a64a7efbbce55408a4',
+      v1: 'v1-a2dbd9c32646001423e3643bf3f4a1d0',
+      form: 'ca29775ef34444cc49eb8562a28daeec',
     },
   },
   demo: {
