@@ -93,7 +93,9 @@ export async function rabbitOutage(
   const after = await instances(c);
   const restarted = [...after].filter(([n, v]) => n !== rabbit && before.get(n) !== v).map(([n]) => n);
   return {
-    stopAt,
+    // The step's stop -> nova-compute up window counts from RabbitMQ's start:
+    // before it nova-compute cannot report (rabbit_down_s says how long).
+    stopAt: upSince,
     upSince,
     libvirtStopped: false,
     restarted,
