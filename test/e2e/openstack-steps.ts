@@ -36,6 +36,8 @@ export interface StepResult {
   vmsOk: number;
   libvirtBackS: number;
   computeUpS: number;
+  /** A nova-compute started in this step: its own start -> up (NaN when none started). */
+  computeStartToUpS: number;
   computeEnabledS: number;
   spcd: string;
   censusMismatches: number;
@@ -48,6 +50,8 @@ export interface StepContext {
   readonly tap: () => EventTap;
   readonly libvirtRoot: string;
   readonly libvirt: string;
+  /** The nova_compute container's name (a new start's own start -> up is measured). */
+  readonly compute: string;
   readonly vms: readonly Vm[];
   readonly deadlineMs: number;
 }
@@ -107,6 +111,18 @@ export async function computeUpSince(os: OpenStack, sinceMs: number): Promise<bo
   return !!svc && svc.state === 'up' && svc.status === 'enabled' && novaTime(svc.updated_at) > sinceMs;
 }
 
+/**
+ * When the step started a new nova-compute (its container started after the
+ * step's stop): the time from that start to the first `up` with a heartbeat,
+ * nova-compute's own part of the window. NaN otherwise.
+ */
+async function startToUp(ctx: StepContext, stopAt: number, upAt: number | undefined): Promise<number> {
+  const c = await ctx.api.container(ctx.compute).catch(() => undefined);
+  const started = c?.startedAt ? Date.parse(c.startedAt) : Number.NaN;
+  if (!(started >= stopAt) || upAt === undefined) return Number.NaN;
+  return (upAt - started) / 1000;
+}
+
 /** Runs one step and checks every VM through it. */
 export async function runStep(
   ctx: StepContext,
@@ -118,6 +134,7 @@ export async function runStep(
     vmsOk: 0,
     libvirtBackS: Number.NaN,
     computeUpS: Number.NaN,
+    computeStartToUpS: Number.NaN,
     computeEnabledS: Number.NaN,
     spcd: '',
     censusMismatches: 0,
@@ -153,6 +170,7 @@ export async function runStep(
     const since = a.upSince ?? a.stopAt;
     r.computeUpS = ((poller.first(since, false) ?? Number.NaN) - a.stopAt) / 1000;
     r.computeEnabledS = ((poller.first(since, true) ?? Number.NaN) - a.stopAt) / 1000;
+    r.computeStartToUpS = await startToUp(ctx, a.stopAt, poller.first(since, false));
     if (a.libvirtStopped) {
       const w = await waitFor(
         'the libvirt API probe to see the API back',
@@ -207,7 +225,7 @@ export async function runStep(
   }
   console.log(
     `step=${step} vms_ok=${r.vmsOk}/${ctx.vms.length} stop_to_libvirt_api_s=${Number.isFinite(r.libvirtBackS) ? r.libvirtBackS.toFixed(2) : 'n/a'} ` +
-      `stop_to_compute_up_s=${r.computeUpS.toFixed(1)} stop_to_compute_enabled_s=${r.computeEnabledS.toFixed(1)} census_mismatches=${r.censusMismatches} spcd: ${r.spcd}` +
+      `stop_to_compute_up_s=${r.computeUpS.toFixed(1)} start_to_compute_up_s=${Number.isFinite(r.computeStartToUpS) ? r.computeStartToUpS.toFixed(1) : 'n/a'} stop_to_compute_enabled_s=${r.computeEnabledS.toFixed(1)} census_mismatches=${r.censusMismatches} spcd: ${r.spcd}` +
       (r.failures.length ? ` failures=${JSON.stringify(r.failures)}` : ''),
   );
   return r;
