@@ -116,11 +116,13 @@ export async function computeUpSince(os: OpenStack, sinceMs: number): Promise<bo
  * step's stop): the time from that start to the first `up` with a heartbeat,
  * nova-compute's own part of the window. NaN otherwise.
  */
-async function startToUp(ctx: StepContext, stopAt: number, upAt: number | undefined): Promise<number> {
+async function startToUp(ctx: StepContext, stopAt: number, poller: ServicePoller): Promise<number> {
   const c = await ctx.api.container(ctx.compute).catch(() => undefined);
   const started = c?.startedAt ? Date.parse(c.startedAt) : Number.NaN;
-  if (!(started >= stopAt) || upAt === undefined) return Number.NaN;
-  return (upAt - started) / 1000;
+  if (!(started >= stopAt)) return Number.NaN;
+  // A heartbeat after the new start: the stopping nova-compute may still report one after the stop.
+  const upAt = poller.first(started, false);
+  return upAt === undefined ? Number.NaN : (upAt - started) / 1000;
 }
 
 /** Runs one step and checks every VM through it. */
@@ -170,7 +172,7 @@ export async function runStep(
     const since = a.upSince ?? a.stopAt;
     r.computeUpS = ((poller.first(since, false) ?? Number.NaN) - a.stopAt) / 1000;
     r.computeEnabledS = ((poller.first(since, true) ?? Number.NaN) - a.stopAt) / 1000;
-    r.computeStartToUpS = await startToUp(ctx, a.stopAt, poller.first(since, false));
+    r.computeStartToUpS = await startToUp(ctx, a.stopAt, poller);
     if (a.libvirtStopped) {
       const w = await waitFor(
         'the libvirt API probe to see the API back',
