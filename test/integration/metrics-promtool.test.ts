@@ -103,6 +103,16 @@ describe('/metrics of a live daemon with the demo set', () => {
       intervalMs: 250,
     });
 
+    // The dependency check's sample exists once it has a verdict (a new watch starts it jittered).
+    const dependencyDown = `spcd_check_dependency_up{container="${name('compute')}",check="mq",dependency="rabbitmq"} 0`;
+    await waitFor(
+      'the dependency sample',
+      async () => (await curl('GET', '/metrics')).includes(dependencyDown),
+      {
+        timeoutMs: 60_000,
+        intervalMs: 250,
+      },
+    );
     const text = await curl('GET', '/metrics');
     const checked = await promtool(text);
     expect(checked.out).toBe('');
