@@ -47,9 +47,11 @@ async function started(
   await rec.start([desired(spec)]);
   await until(
     p.clock,
-    'created, running, free (and watched when it has checks)',
+    'created, running, listed by a pass, free (and watched when it has checks)',
     () =>
       p.engine.byName(spec.name)?.state === 'running' &&
+      // The pass that created it listed before the create: the next pass lists it.
+      rec.primary(spec.name)?.state === 'running' &&
       rec.factsOf(spec.name).operation === null &&
       (spec.healthchecks.length === 0 || room.watches.has(spec.name)),
   );
