@@ -165,3 +165,21 @@ export function toSpcdError(err: unknown, fallback: ErrorCode = 'INTERNAL'): Spc
   const message = err instanceof Error ? err.message : String(err);
   return new SpcdError(fallback, message, {}, { cause: err });
 }
+
+/**
+ * Whether the error has the code, or wraps an error that has it: the
+ * toJSON() of a cause or of a rollback's failure, kept in its details.
+ */
+export function involvesCode(
+  e: { code: string; details?: Record<string, unknown> },
+  code: ErrorCode,
+): boolean {
+  if (e.code === code) return true;
+  return [e.details?.cause, e.details?.rollback].some(
+    (w) =>
+      typeof w === 'object' &&
+      w !== null &&
+      typeof (w as { code?: unknown }).code === 'string' &&
+      involvesCode(w as { code: string; details?: Record<string, unknown> }, code),
+  );
+}

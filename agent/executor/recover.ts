@@ -1,4 +1,4 @@
-import { toSpcdError } from '../errors.js';
+import { involvesCode, toSpcdError, type SpcdError } from '../errors.js';
 import { UPGRADE_STEPS, type JournalEntry } from '../state/journal.js';
 import type { ExecutorDeps } from './ports.js';
 import { finish, undo } from './undo.js';
@@ -14,6 +14,17 @@ export interface QuarantinedEntry {
   readonly reason: string;
   /** The entry as read; undefined when the file is malformed. */
   readonly entry: JournalEntry | undefined;
+  /**
+   * Set when what failed was a write to the state directory (full, read-only,
+   * an I/O error): nothing is in doubt but spcd's own files, so spcd retries
+   * it by itself, with backoff, once the disk may take the write again.
+   */
+  readonly stateWrite?: true;
+}
+
+/** The quarantine record's stateWrite field for a failure (present only when it is one). */
+export function stateWriteOf(e: SpcdError): { stateWrite?: true } {
+  return involvesCode(e, 'STATE_WRITE_FAILED') ? { stateWrite: true } : {};
 }
 
 export interface RecoveryReport {
@@ -88,6 +99,7 @@ export async function recoverEntry(
       file: deps.journal.fileOf(entry.container),
       reason: `${past ? 'finishing' : 'undoing'} the upgrade to generation ${entry.toGeneration} (step ${entry.step}) failed: ${e.code}: ${e.message}`,
       entry,
+      ...stateWriteOf(e),
     };
   }
 }

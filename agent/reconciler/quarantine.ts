@@ -2,7 +2,7 @@ import { toSpcdError, type SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { EventBus } from '../model/events.js';
-import type { QuarantinedEntry } from '../executor/recover.js';
+import { stateWriteOf, type QuarantinedEntry } from '../executor/recover.js';
 import type { JournalHold } from '../planner/types.js';
 import type { Journal } from '../state/journal.js';
 
@@ -29,7 +29,9 @@ export class QuarantineBook {
     this.entries.set(q.container, { ...q, at });
     this.deps.log.error(
       { container: q.container, file: q.file, code: 'RECOVERY_QUARANTINED', reason: q.reason },
-      'container quarantined: its journal entry could not be finished or undone; spcd leaves it alone until an operator clears it',
+      q.stateWrite
+        ? 'container quarantined: its journal entry could not be finished or undone because the state directory took no write; spcd leaves it alone and tries again by itself, with backoff'
+        : 'container quarantined: its journal entry could not be finished or undone; spcd leaves it alone until an operator clears it',
     );
     this.deps.events.publish({
       type: 'state',
@@ -60,7 +62,8 @@ export class QuarantineBook {
     const file = journal.fileOf(name);
     try {
       const entry = await journal.read(name);
-      if (entry) this.add({ container: name, file, reason: `${e.code}: ${e.message}`, entry });
+      if (entry)
+        this.add({ container: name, file, reason: `${e.code}: ${e.message}`, entry, ...stateWriteOf(e) });
     } catch (err) {
       this.add({
         container: name,

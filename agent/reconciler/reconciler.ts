@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { SpcdError, toSpcdError } from '../errors.js';
 import { DEFAULT_BACKOFF } from '../model/backoff.js';
 import { specHash } from '../model/hash.js';
@@ -6,7 +5,6 @@ import type { ObservedContainer } from '../model/observed.js';
 import type { ContainerSpec } from '../model/spec.js';
 import { plan, pickPrimary } from '../planner/plan.js';
 import type { DesiredContainer, HealRequest, Intent, Plan, RuntimeFacts } from '../planner/types.js';
-import { recoverJournal, retryQuarantined } from '../executor/recover.js';
 import { prepareStart } from '../executor/startup.js';
 import { EngineWatch, ENGINE_RETRY_MS } from './engine-watch.js';
 import { Heals } from './heal.js';
@@ -15,12 +13,13 @@ import { IntentBook, type IntentResult } from './intents.js';
 import { ContainerLocks, type HeldOperation } from './locks.js';
 import type { ContainerFacts, Hold, Lifecycle, ReconcilerDeps } from './types.js';
 import { QuarantineBook } from './quarantine.js';
+import { QuarantineRetry } from './quarantine-retry.js';
 import { noteExits, type ExitDeps } from './exits.js';
 import { PassLoop } from './pass-loop.js';
 import { runtimeFacts, UntouchedLog } from './plan-input.js';
 import { stepOrigin } from './steps.js';
 import { StepLauncher } from './tasks.js';
-import { awaitShutdown, STOP_DEADLINE_MS } from './shutdown.js';
+import { awaitShutdown, logStepsLeft, STOP_DEADLINE_MS } from './shutdown.js';
 
 export type { HealthPort } from './health-sync.js';
 export { isUpgrade, type HeldOperation, type OperationKind } from './locks.js';
@@ -58,11 +57,19 @@ export class Reconciler {
   private readonly launcher: StepLauncher;
   /** Containers whose journal entry is unresolved: left alone until an operator clears them. */
   readonly quarantine: QuarantineBook;
+  private readonly retries: QuarantineRetry;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.ledger = new ContainerLedger(deps.backoff ?? DEFAULT_BACKOFF);
     this.quarantine = new QuarantineBook(deps);
     this.untouched = new UntouchedLog(deps.log);
+    this.retries = new QuarantineRetry({
+      ...deps,
+      book: this.quarantine,
+      held: (name) => this.locks.holder(name) !== null,
+      runExclusive: (name, op, fn) => this.runExclusive(name, op, fn),
+      cleared: (name) => this.ledger.errorCleared(name),
+    });
     this.watch = new EngineWatch({
       ...deps,
       onChange: () => this.trigger(),
@@ -132,14 +139,7 @@ export class Reconciler {
     });
     await this.watch.waitAvailable();
     await prepareStart(this.deps.exec, desired);
-    // Entry by entry: one that cannot be finished or undone is quarantined, the others go on.
-    const rec = await recoverJournal(this.deps.exec);
-    for (const q of rec.quarantined) this.quarantine.add(q);
-    if (rec.undone.length || rec.finished.length || rec.quarantined.length)
-      this.deps.log.warn(
-        { undone: rec.undone, finished: rec.finished, quarantined: rec.quarantined.map((q) => q.container) },
-        'journal recovery done',
-      );
+    await this.retries.recoverAtStart();
     if (this.lifecycle !== 'starting') throw new SpcdError('SHUTTING_DOWN', 'stopped while starting');
     this.watch.subscribe();
     this.lifecycle = 'running';
@@ -311,19 +311,9 @@ export class Reconciler {
    * undoes, leaves quarantine. Returns the containers still quarantined.
    */
   async retryQuarantined(): Promise<string[]> {
-    for (const name of this.quarantine.names()) {
-      if (this.locks.holder(name)) continue;
-      const op: HeldOperation = { id: `reconcile-recover-${randomUUID().slice(0, 8)}`, kind: 'recover' };
-      const r = await this.runExclusive(name, op, () => retryQuarantined(this.deps.exec, name)).catch(
-        (err: unknown) => toSpcdError(err),
-      );
-      if (r === 'cleared') {
-        this.ledger.errorCleared(name);
-        this.quarantine.clear(name, 'journal entry resolved or removed; supervised again');
-      } else if (!(r instanceof SpcdError)) this.quarantine.add(r);
-    }
+    const left = await this.retries.all();
     this.trigger();
-    return this.quarantine.names();
+    return left;
   }
 
   private runtimeFacts(heals?: ReadonlyMap<string, HealRequest>): Map<string, RuntimeFacts> {
@@ -345,7 +335,10 @@ export class Reconciler {
     // 2. Count each exit once toward its backoff; watch the health of what runs.
     await noteExits(this.exitDeps, this.desired, now);
     // stop() came while this pass listed or counted exits: it begins no step.
-    if (this.lifecycle !== 'running') return this.endedByShutdown();
+    if (this.lifecycle !== 'running') {
+      logStepsLeft(this.deps.log, this.preview().steps.length);
+      return this.deps.relistMs;
+    }
     this.deps.health.sync(
       this.desired.map((d) => ({
         spec: d.spec,
@@ -359,20 +352,12 @@ export class Reconciler {
     this.launcher.launch(p.steps);
     this.intents.dropUndesired(new Set(this.desired.map((d) => d.spec.name)));
     // 5. Wake for what waits on time; engine events and API calls only trigger().
+    // A quarantine that a full state disk caused is tried again by itself, with backoff.
+    const retryAt = this.retries.tick(now);
     let next = this.deps.relistMs;
-    if (p.wakeAt !== undefined) next = Math.min(next, Math.max(0, p.wakeAt - now));
+    for (const at of [p.wakeAt, retryAt]) if (at !== undefined) next = Math.min(next, Math.max(0, at - now));
     this.deps.onHeartbeat?.();
     return next;
-  }
-
-  /** The pass in flight when stop() came: it says how many steps it leaves (none begun). */
-  private endedByShutdown(): number {
-    const left = this.preview().steps.length;
-    this.deps.log.info(
-      { stepsLeft: left },
-      `pass ended by shutdown: ${left} step(s) left for the next start`,
-    );
-    return this.deps.relistMs;
   }
 
   /** The planner's steps for everything desired, with the preflight block and a definitions hold. */

@@ -49,3 +49,8 @@ export async function awaitShutdown(w: ShutdownWait): Promise<'ended' | 'deadlin
   }
   return outcome;
 }
+
+/** The pass in flight when stop() came begins no step: it says how many it leaves. */
+export function logStepsLeft(log: Logger, left: number): void {
+  log.info({ stepsLeft: left }, `pass ended by shutdown: ${left} step(s) left for the next start`);
+}

@@ -16,6 +16,7 @@ import { EventBus, type SpcdEvent } from '../../agent/model/events.js';
 import { specHash } from '../../agent/model/hash.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
+import { nodeStateFs, type StateFs } from '../../agent/state/atomic.js';
 import { Journal } from '../../agent/state/journal.js';
 import { StateStore } from '../../agent/state/store.js';
 import { FakeClock } from './fake-clock.js';
@@ -79,6 +80,23 @@ export class Killed extends Error {
 
 export const INSTANCE = 'unit';
 
+/** The real file system for state.json, except that while `full` every write fails as a full disk fails it. */
+export class FillableStateFs implements StateFs {
+  full = false;
+  ensureDir = nodeStateFs.ensureDir;
+  readJsonFile = nodeStateFs.readJsonFile;
+  moveAside = nodeStateFs.moveAside;
+
+  async writeFileAtomic(path: string, data: string): Promise<void> {
+    if (this.full)
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), {
+        code: 'ENOSPC',
+        errno: -28,
+      });
+    await nodeStateFs.writeFileAtomic(path, data);
+  }
+}
+
 /**
  * One spcd process over a FakeEngine, with real state and journal files in a
  * temporary directory (they are what survives a crash). `restart()` is the
@@ -92,6 +110,10 @@ export class FakeProcess {
   deps!: ExecutorDeps;
   /** SIGKILL at this failpoint (the engine stops answering this process). */
   killAt: string | undefined;
+  /** Called at every failpoint the executor passes (before killAt strikes). */
+  onFailpoint: ((point: string) => void) | undefined;
+  /** state.json's file system: `stateFs.full = true` fills the disk. */
+  readonly stateFs = new FillableStateFs();
 
   private constructor(
     readonly dir: string,
@@ -117,7 +139,7 @@ export class FakeProcess {
   }
 
   private async open(): Promise<void> {
-    const state = new StateStore(join(this.dir, 'state'));
+    const state = new StateStore(join(this.dir, 'state'), this.stateFs);
     await state.load(new Date(this.clock.now()));
     const journal = new Journal(join(this.dir, 'state'));
     await journal.init();
@@ -132,6 +154,7 @@ export class FakeProcess {
       log: silentLogger(),
       clock: this.clock,
       failpoint: (point) => {
+        this.onFailpoint?.(point);
         if (point !== this.killAt) return;
         this.engine.processKilled();
         throw new Killed(point);
