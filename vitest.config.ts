@@ -21,6 +21,17 @@ export default defineConfig({
           globalSetup: ['test/integration/global-setup.ts'],
         },
       },
+      {
+        test: {
+          // One test per attack on a trust boundary (docs/security.md); `npm run test:security`.
+          name: 'security',
+          include: ['test/security/**/*.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+          globalSetup: ['test/integration/global-setup.ts'],
+        },
+      },
     ],
   },
 });
