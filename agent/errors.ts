@@ -59,6 +59,11 @@ export const ERRORS = {
     status: 422,
     summary: 'The pulled image digest is not the one the request pinned.',
   },
+  IMAGE_REFUSED: {
+    status: 403,
+    summary:
+      "The node's image policy (--image-policy) does not allow this image; nothing was pulled or created.",
+  },
   REGISTRY_AUTH_INVALID: { status: 422, summary: 'The registry auth file is unreadable or malformed.' },
   VOLUME_CREATE_FAILED: {
     status: 502,
@@ -120,6 +125,16 @@ export const ERRORS = {
   LEASE_CONFLICT: { status: 409, summary: 'A fleet upgrade slot was taken by another node first.' },
   KUBE_REJECTED: { status: 502, summary: 'The Kubernetes API server refused a request (RBAC, validation).' },
   KUBE_GONE: { status: 410, summary: 'A Kubernetes watch resourceVersion expired; the watcher re-lists.' },
+  ETCD_PERMISSION_DENIED: {
+    status: 403,
+    summary:
+      "etcd refused this node's user or role (--etcd-user, or the client certificate's name) the key it read or wrote.",
+  },
+  FLEET_RECORD_INVALID: {
+    status: 502,
+    summary:
+      'A fleet record in etcd (the rollout ledger) is not one spcd wrote: the node takes no further step of the rollout until it is fixed.',
+  },
   ETCD_UNAVAILABLE: {
     status: 503,
     summary: 'The etcd cluster does not answer (no member reachable, or no quorum).',

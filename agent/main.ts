@@ -14,9 +14,11 @@ import { Components } from './daemon/lifecycle.js';
 import { parseSettings, usage } from './daemon/settings.js';
 import { SdNotify } from './host/sdnotify.js';
 import { StateDirLock } from './state/lock.js';
+import { readImagePolicyFile } from './spec/image-policy.js';
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let settings;
+  let imagePolicy;
   try {
     const parsed = parseSettings(argv, env);
     if (parsed === 'help') {
@@ -28,6 +30,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       return 0;
     }
     settings = parsed;
+    imagePolicy = parsed.imagePolicyFile ? readImagePolicyFile(parsed.imagePolicyFile) : undefined;
   } catch (err) {
     process.stderr.write(`spcd: ${err instanceof SpcdError ? err.message : String(err)}\n`);
     return 2;
@@ -49,7 +52,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   // Built without opening anything: the list below is whole before the first await.
   let daemon: Daemon;
   try {
-    daemon = buildDaemon(cfg, log, { env, onHeartbeat });
+    daemon = buildDaemon(cfg, log, { env, onHeartbeat, ...(imagePolicy ? { imagePolicy } : {}) });
   } catch (err) {
     process.stderr.write(`spcd: cannot start (build): ${describeStartupError(err)}\n`);
     return 1;

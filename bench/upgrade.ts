@@ -43,6 +43,7 @@ import { pickPrimary } from '../agent/planner/plan.js';
 import { loadDesired } from '../agent/spec/load.js';
 import { Journal } from '../agent/state/journal.js';
 import { StateStore } from '../agent/state/store.js';
+import { ALLOW_ALL } from '../agent/model/image-policy.js';
 
 const REPS = Number(process.env.BENCH_REPS ?? 7);
 const SOCKET = process.env.DOCKER_SOCKET ?? DOCKER_SOCKET;
@@ -147,6 +148,7 @@ async function main(): Promise<void> {
     minReadyMs: 200,
     pullActivityTimeoutMs: 30_000,
     registryAuth: () => Promise.resolve(undefined),
+    imagePolicy: ALLOW_ALL,
   };
 
   const rawName = `${INSTANCE}-raw`;

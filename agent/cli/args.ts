@@ -136,10 +136,13 @@ export const COMMANDS: Record<string, CommandDef> = {
       'etcd-ca': { type: 'string' },
       'etcd-cert': { type: 'string' },
       'etcd-key': { type: 'string' },
+      'etcd-user': { type: 'string' },
+      'etcd-password-file': { type: 'string' },
+      'etcd-insecure': { type: 'boolean' },
     },
     positionals: 1,
     usage:
-      'fleet status [--kubeconfig FILE] [--namespace NS] [--configmap NAME] | [--etcd-endpoints URL,... [--etcd-prefix P] [--etcd-ca FILE --etcd-cert FILE --etcd-key FILE]] [--nodes] [-o json]',
+      'fleet status [--kubeconfig FILE] [--namespace NS] [--configmap NAME] | [--etcd-endpoints URL,... [--etcd-prefix P] [--etcd-ca FILE --etcd-cert FILE --etcd-key FILE] [--etcd-user U --etcd-password-file FILE] [--etcd-insecure]] [--nodes] [-o json]',
     operand: ['status'],
   },
 };

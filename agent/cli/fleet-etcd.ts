@@ -10,12 +10,21 @@ import type { Parsed } from './args.js';
 import { CliError, EXIT } from './exit.js';
 
 /** spcd's etcd flags, as spcctl takes them (test/unit/cli-fleet-etcd.test.ts keeps them equal to ETCD_FLAGS). */
-export const ETCD_OPTIONS = ['etcd-endpoints', 'etcd-prefix', 'etcd-ca', 'etcd-cert', 'etcd-key'] as const;
+export const ETCD_OPTIONS = [
+  'etcd-endpoints',
+  'etcd-prefix',
+  'etcd-ca',
+  'etcd-cert',
+  'etcd-key',
+  'etcd-user',
+  'etcd-password-file',
+  'etcd-insecure',
+] as const;
 /** The Kubernetes path's flags: they name another source. */
 const KUBE_OPTIONS = ['kubeconfig', 'namespace', 'configmap'] as const;
 
 const given = (v: Parsed['values'], k: string): string | undefined =>
-  typeof v[k] === 'string' ? v[k] : undefined;
+  typeof v[k] === 'string' ? v[k] : v[k] === true ? 'true' : undefined;
 
 /** Whether any --etcd-* flag is given: then the fleet is read from etcd, never through Kubernetes. */
 export function wantsEtcd(v: Parsed['values']): boolean {

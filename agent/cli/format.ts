@@ -212,6 +212,8 @@ function eventText(e: SpcdEvent): string {
       return `${t} operation  ${e.operationId} ${e.kind} ${e.target}: ${e.phase}${e.error ? ` ${e.error.code}: ${e.error.message}` : ''}`;
     case 'upgrade':
       return `${t} upgrade    ${e.container} (${e.kind}): ${e.outcome}${e.code ? ` ${e.code}` : ''}`;
+    case 'image-refused':
+      return `${t} refused    image ${e.image}: ${e.reason}`;
     case 'vm-safety-refused':
       return `${t} refused    ${e.container} ${e.action}: ${e.reason}`;
     case 'engine':

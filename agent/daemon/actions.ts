@@ -4,7 +4,7 @@ import { compareSpecHash } from '../model/hash-schemes.js';
 import { allContainers, findSet, type ContainerSpec, type DesiredState } from '../model/spec.js';
 import type { Actions, OperationRef } from '../api/types.js';
 import type { ExecutorDeps } from '../executor/ports.js';
-import type { PullPolicy } from '../executor/image.js';
+import { assertImageAllowed, type PullPolicy } from '../executor/image.js';
 import type { Intent, StepOperation } from '../planner/types.js';
 import type { Reconciler } from '../reconciler/reconciler.js';
 import type { Operations } from './operations.js';
@@ -103,6 +103,8 @@ export class DaemonActions implements Actions {
     this.assertDefinitionsLoaded('upgrade');
     const base = this.desiredSpec(name);
     this.checkGeneration(name, opts.expectedGeneration);
+    // early, for a clear answer; the executor checks again before it pulls (image.ts)
+    assertImageAllowed(this.d.exec.imagePolicy, opts.image, { container: name });
     const spec: ContainerSpec = { ...base, image: opts.image };
     const operation: StepOperation = { id: this.d.operations.newId('upgrade'), kind: 'upgrade' };
     return this.track(name, this.change(operation, 'upgrade', spec, opts));
@@ -186,6 +188,7 @@ export class DaemonActions implements Actions {
     for (const name of Object.keys(opts.images ?? {})) {
       if (!members.has(name))
         throw new SpcdError('UNPROCESSABLE', `${name} is not in set ${path}`, { set: path, container: name });
+      assertImageAllowed(this.d.exec.imagePolicy, opts.images![name]!, { container: name });
     }
     const ordered = this.d.reconciler.desiredContainers().filter((c) => members.has(c.spec.name));
     const id = this.d.operations.newId('set-upgrade');

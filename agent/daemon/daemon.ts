@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { systemClock, type Clock } from '../model/clock.js';
 import { EventBus } from '../model/events.js';
@@ -7,6 +8,7 @@ import { DockerEngine } from '../engine/docker.js';
 import { HealthManager } from '../health/manager.js';
 import { envFailpoint } from '../executor/failpoint.js';
 import { resolveImage } from '../executor/image.js';
+import { ALLOW_ALL, type ImagePolicy } from '../model/image-policy.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { HealthSync } from '../reconciler/health-sync.js';
 import { Reconciler } from '../reconciler/reconciler.js';
@@ -69,6 +71,27 @@ export type Daemon = DaemonParts & {
 };
 
 /**
+ * The node's image policy, read by main.ts from --image-policy at start-up.
+ * Without one every image is allowed, as before the policy existed, and spcd
+ * says so.
+ */
+function imagePolicyOf(settings: Settings, given: ImagePolicy | undefined, log: Logger): ImagePolicy {
+  if (settings.imagePolicyFile !== undefined && given === undefined)
+    throw new SpcdError(
+      'INTERNAL',
+      `--image-policy ${settings.imagePolicyFile} was not read before the build`,
+    );
+  if (given === undefined || given.entries === undefined) {
+    log.warn(
+      'no --image-policy: this node runs any image it is asked for (the fleet channel, the API, the sets); see docs/security.md#image-policy',
+    );
+    return ALLOW_ALL;
+  }
+  log.info({ imagePolicy: given.source, allow: given.entries }, 'image policy in force');
+  return given;
+}
+
+/**
  * Builds every room and wires them (the composition root's body). Nothing is
  * opened or started here, and nothing is awaited: `components` reads the
  * state, the journal and the definitions, serves the API, adopts, recovers
@@ -82,7 +105,13 @@ export type Daemon = DaemonParts & {
 export function buildDaemon(
   settings: Settings,
   log: Logger,
-  opts: { clock?: Clock; config?: ConfigPort; env?: NodeJS.ProcessEnv; onHeartbeat?: () => void } = {},
+  opts: {
+    clock?: Clock;
+    config?: ConfigPort;
+    env?: NodeJS.ProcessEnv;
+    onHeartbeat?: () => void;
+    imagePolicy?: ImagePolicy;
+  } = {},
 ): Daemon {
   const clock = opts.clock ?? systemClock;
   const events = new EventBus();
@@ -99,6 +128,7 @@ export function buildDaemon(
   const health = new HealthManager({ exec: engine, clock, log: log.child({ room: 'health' }) });
   // The only owner of health watches: the reconciler's passes and the executor's health gate.
   const healthSync = new HealthSync(health, clock);
+  const imagePolicy = imagePolicyOf(settings, opts.imagePolicy, log);
   const exec: ExecutorDeps = {
     engine,
     state,
@@ -116,6 +146,7 @@ export function buildDaemon(
     minReadyMs: settings.minReadyMs,
     pullActivityTimeoutMs: settings.pullActivityTimeoutMs,
     registryAuth: registryAuthFromFile(settings.registryAuthFile),
+    imagePolicy,
   };
   const reconciler = new Reconciler({
     engine,

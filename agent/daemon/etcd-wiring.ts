@@ -28,7 +28,14 @@ export async function startEtcdIntegration(
     caFile: etcd.caFile,
     certFile: etcd.certFile,
     keyFile: etcd.keyFile,
+    user: etcd.user,
+    passwordFile: etcd.passwordFile,
   });
+  if (etcd.insecure)
+    log.warn(
+      { endpoints: etcd.endpoints },
+      '--etcd-insecure: the fleet channel is plaintext; anyone on the path can read it and change what this node runs',
+    );
   const backend = new EtcdRolloutBackend({
     client,
     prefix: etcd.prefix,

@@ -19,6 +19,8 @@ export interface Settings {
   readonly secretsFile: string | undefined;
   readonly configRoot: string;
   readonly registryAuthFile: string | undefined;
+  /** The node's image policy file (docs/security.md#image-policy); undefined: every image allowed. */
+  readonly imagePolicyFile: string | undefined;
   readonly adminGroup: string | undefined;
   readonly metricsListen: string | undefined;
   readonly relistMs: number;
@@ -38,6 +40,8 @@ interface FlagDef {
   readonly env: string;
   readonly help: string;
   readonly def?: string;
+  /** A flag without a value (`--etcd-insecure`); its variable is true/false. */
+  readonly boolean?: boolean;
 }
 
 export const FLAGS: Record<string, FlagDef> = {
@@ -58,6 +62,10 @@ export const FLAGS: Record<string, FlagDef> = {
   'registry-auth': {
     env: 'SPCD_REGISTRY_AUTH',
     help: 'registry auth file, docker config.json format (optional)',
+  },
+  'image-policy': {
+    env: 'SPCD_IMAGE_POLICY',
+    help: 'YAML file of the registries/repositories (and digests) this node runs (optional; none: any image)',
   },
   'admin-group': { env: 'SPCD_ADMIN_GROUP', help: 'group that may use the API socket (optional)' },
   'metrics-listen': {
@@ -124,7 +132,12 @@ export function repoRoot(): string {
 }
 
 export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings | 'help' | 'version' {
-  const options = Object.fromEntries(Object.keys(FLAGS).map((k) => [k, { type: 'string' as const }]));
+  const options = Object.fromEntries(
+    Object.entries(FLAGS).map(([k, d]) => [
+      k,
+      { type: d.boolean ? ('boolean' as const) : ('string' as const) },
+    ]),
+  );
   let parsed;
   try {
     parsed = parseArgs({
@@ -140,7 +153,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
   if (parsed.values.version) return 'version';
   const get = (k: string): string | undefined => {
     const v = (parsed.values as Record<string, string | boolean | undefined>)[k];
-    const fromFlag = typeof v === 'string' ? v : undefined;
+    const fromFlag = typeof v === 'string' ? v : v === true ? 'true' : undefined;
     const def = FLAGS[k];
     return fromFlag ?? (def ? env[def.env] : undefined) ?? def?.def;
   };
@@ -215,6 +228,14 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     });
   }
   const etcd = parseEtcdSettings(get, slots);
+  const fleetNode = nodeName ?? (etcd ? hostname() : undefined);
+  // over etcd a node's keys are named after it, and its etcd role is granted them by name (docs/fleet.md)
+  if (etcd && fleetNode !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/.test(fleetNode))
+    throw new SpcdError(
+      'SETTINGS_INVALID',
+      `--node-name: '${fleetNode}' must be 1 to 253 of A-Z a-z 0-9 . _ - (it names this node's etcd keys)`,
+      { flag: 'node-name', value: fleetNode },
+    );
   if (etcd && (kubeconfig || inCluster)) {
     throw new SpcdError(
       'SETTINGS_INVALID',
@@ -244,6 +265,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     secretsFile: path('secrets', false),
     configRoot: path('config-root', false) ?? resolve(stateDir, 'config'),
     registryAuthFile: path('registry-auth', false),
+    imagePolicyFile: path('image-policy', false),
     adminGroup: get('admin-group'),
     metricsListen: metrics,
     relistMs: duration('relist-interval'),
@@ -252,6 +274,6 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     pullActivityTimeoutMs: duration('pull-activity-timeout'),
     logLevel: level,
     kubeconfig,
-    nodeName: nodeName ?? (etcd ? hostname() : undefined),
+    nodeName: fleetNode,
   };
 }

@@ -5,7 +5,13 @@
  * saw). Only agent/etcd/ imports etcd3.
  */
 import { readFileSync } from 'node:fs';
-import { Etcd3, type IOptions } from 'etcd3';
+import {
+  Etcd3,
+  EtcdAuthenticationFailedError,
+  EtcdInvalidAuthTokenError,
+  EtcdPermissionDeniedError,
+  type IOptions,
+} from 'etcd3';
 import { SpcdError } from '../errors.js';
 
 export interface EtcdConnection {
@@ -15,10 +21,25 @@ export interface EtcdConnection {
   readonly caFile?: string | undefined;
   readonly certFile?: string | undefined;
   readonly keyFile?: string | undefined;
+  /** etcd's own authentication: the user, and the file holding its password (first line). */
+  readonly user?: string | undefined;
+  readonly passwordFile?: string | undefined;
   /** Deadline of each unary call. Default 5 s. */
   readonly callTimeoutMs?: number;
   /** Longest pause between watch reconnects. Default 5 s. */
   readonly watchBackoffMaxMs?: number;
+}
+
+/** The password: the file's first line (a trailing newline is not part of it). */
+function readPassword(file: string): string {
+  const text = readPem(file, 'etcd-password-file').toString('utf8');
+  const password = text.split(/\r?\n/)[0] ?? '';
+  if (password === '')
+    throw new SpcdError('SETTINGS_INVALID', `--etcd-password-file: ${file} is empty`, {
+      flag: 'etcd-password-file',
+      file,
+    });
+  return password;
 }
 
 function readPem(file: string, flag: string): Buffer {
@@ -53,6 +74,9 @@ export function etcdOptions(c: EtcdConnection): IOptions {
     faultHandling: {
       watchBackoff: doubling(100, c.watchBackoffMaxMs ?? 5_000),
     },
+    ...(c.user !== undefined && c.passwordFile !== undefined
+      ? { auth: { username: c.user, password: readPassword(c.passwordFile) } }
+      : {}),
     ...(tls
       ? {
           credentials: {
@@ -85,9 +109,24 @@ export function etcdErrorText(err: unknown): string {
     .trim();
 }
 
-/** An etcd3 / gRPC failure as spcd's error (a bug in spcd stays itself). */
+/**
+ * An etcd3 / gRPC failure as spcd's error (a bug in spcd stays itself): etcd
+ * refusing this node's user or role is ETCD_PERMISSION_DENIED, anything else
+ * ETCD_UNAVAILABLE.
+ */
 export function unavailable(err: unknown, what: string): SpcdError {
   if (err instanceof SpcdError) return err;
+  if (
+    err instanceof EtcdPermissionDeniedError ||
+    err instanceof EtcdAuthenticationFailedError ||
+    err instanceof EtcdInvalidAuthTokenError
+  )
+    return new SpcdError(
+      'ETCD_PERMISSION_DENIED',
+      `etcd: ${what}: ${etcdErrorText(err)}`,
+      { during: what },
+      { cause: err },
+    );
   return new SpcdError(
     'ETCD_UNAVAILABLE',
     `etcd: ${what}: ${etcdErrorText(err)}`,

@@ -66,7 +66,7 @@ export async function readEtcdFleetStatus(
   for (const { key, value, createRevision } of kvs) {
     if (key.startsWith(keys.nodes)) {
       const p = phaseFromJson(value);
-      if (p) phases.push(p);
+      if (p && p.node === key.slice(keys.nodes.length)) phases.push(p); // only under its own node's key
     } else if (key.startsWith(keys.queue) && /^[0-9]+$/.test(createRevision)) {
       queue.push({ key, node: decodeEntry(value).node, rev: BigInt(createRevision) });
     }
@@ -116,7 +116,8 @@ function slotHolders(
  * the client's retries on other members fit inside it).
  */
 export async function etcdFleetStatus(
-  s: EtcdFleetWhere & Partial<Pick<EtcdSettings, 'caFile' | 'certFile' | 'keyFile'>>,
+  s: EtcdFleetWhere &
+    Partial<Pick<EtcdSettings, 'caFile' | 'certFile' | 'keyFile' | 'user' | 'passwordFile'>>,
   now: number,
   opts: { readonly callTimeoutMs?: number; readonly deadlineMs?: number } = {},
 ): Promise<FleetStatus> {
@@ -127,6 +128,8 @@ export async function etcdFleetStatus(
     caFile: s.caFile,
     certFile: s.certFile,
     keyFile: s.keyFile,
+    user: s.user,
+    passwordFile: s.passwordFile,
     callTimeoutMs,
   });
   let timer: NodeJS.Timeout | undefined;

@@ -10,8 +10,30 @@ export interface FleetKeys {
   readonly ledger: string;
   /** `<nodes><node>`: each node's phase report (JSON). */
   readonly nodes: string;
-  /** `<queue><lease id>`: one key per node waiting for or holding a slot, bound to its lease; ranked by create revision (agent/etcd/queue.ts). */
+  /**
+   * `<queue><node>/<lease id>`: one key per node waiting for or holding a
+   * slot, bound to its lease; ranked by create revision (agent/etcd/queue.ts).
+   * Under the node's name, so that an etcd role can grant a node its own
+   * queue keys and no one else's (docs/fleet.md, "etcd roles").
+   */
   readonly queue: string;
+}
+
+/** A node's own queue keys: `<queue><node>/`. */
+export function nodeQueuePrefix(prefix: string, node: string): string {
+  return `${fleetKeys(prefix).queue}${node}/`;
+}
+
+/**
+ * Whether a queue key is one a live node put: `<queue><node>/<lease id>`,
+ * bound to that very lease (so etcd, not the holder, ends it), its value
+ * naming the same node. Anything else (a key put by hand without a lease,
+ * under another node's name, or naming another lease) neither holds a slot
+ * nor counts in one's rank.
+ */
+export function isLiveQueueKey(queue: string, key: string, lease: string, node: string): boolean {
+  if (!key.startsWith(queue) || lease === '0' || !/^[0-9]+$/.test(lease)) return false;
+  return key.slice(queue.length) === `${node}/${lease}`;
 }
 
 export function fleetKeys(prefix: string): FleetKeys {

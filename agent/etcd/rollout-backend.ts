@@ -5,12 +5,12 @@
  * - `rollout/ledger`: the ledger (JSON), written only by a transaction that
  *   compares its mod revision with the one read (create revision 0 when new);
  * - `nodes/<node>`: each node's phase report (JSON), written only by that node;
- * - `queue/<lease id>`: one key per node waiting for or holding one of the N
+ * - `queue/<node>/<lease id>`: one key per node waiting for or holding one of the N
  *   slots, bound to the lease the node keeps (session.ts); the N oldest hold
  *   them (slots.ts, queue.ts).
  */
 import type { Etcd3, IKeyValue } from 'etcd3';
-import type { SpcdError } from '../errors.js';
+import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { DesiredDocument, RolloutBackend } from '../rollout/backend.js';
@@ -124,7 +124,16 @@ export class EtcdRolloutBackend implements RolloutBackend {
     try {
       const res = await this.d.client.get(this.ledgerKey).exec();
       const kv = res.kvs[0];
-      return { ledger: ledgerFromJson(kv?.value.toString()), version: kv?.mod_revision };
+      const ledger = ledgerFromJson(kv?.value.toString());
+      // a ledger that is there but is not one is not "nothing written": a forged or broken
+      // ledger must not reset the canaries and the failures it should hold
+      if (kv && !ledger)
+        throw new SpcdError(
+          'FLEET_RECORD_INVALID',
+          `etcd key ${this.ledgerKey} is not a rollout ledger spcd wrote; no node goes on until it is fixed or deleted`,
+          { key: this.ledgerKey, modRevision: kv.mod_revision },
+        );
+      return { ledger, version: kv?.mod_revision };
     } catch (err) {
       throw unavailable(err, 'reading the rollout ledger');
     }
@@ -163,10 +172,14 @@ export class EtcdRolloutBackend implements RolloutBackend {
 
   async listPhases(): Promise<PhaseReport[]> {
     try {
-      const all = await this.d.client.getAll().prefix(fleetKeys(this.d.prefix).nodes).strings();
-      return Object.values(all)
-        .map(phaseFromJson)
-        .filter((p): p is PhaseReport => p !== undefined);
+      const nodes = fleetKeys(this.d.prefix).nodes;
+      const all = await this.d.client.getAll().prefix(nodes).strings();
+      // a report counts only under its own node's key (each node's etcd role writes only its own):
+      // one node cannot add nodes to the fleet size a failure percentage is taken of
+      return Object.entries(all)
+        .map(([key, text]) => ({ node: key.slice(nodes.length), report: phaseFromJson(text) }))
+        .filter((r) => r.report !== undefined && r.report.node === r.node)
+        .map((r) => r.report!);
     } catch (err) {
       throw unavailable(err, 'listing the node phases');
     }

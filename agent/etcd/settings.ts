@@ -13,6 +13,11 @@ export interface EtcdSettings {
   readonly caFile: string | undefined;
   readonly certFile: string | undefined;
   readonly keyFile: string | undefined;
+  /** etcd's own authentication: this node's etcd user, and the file holding its password. */
+  readonly user: string | undefined;
+  readonly passwordFile: string | undefined;
+  /** --etcd-insecure: http:// endpoints were allowed explicitly (the daemon warns at start-up). */
+  readonly insecure: boolean;
   /** N when the rollout object names none (--fleet-slots). */
   readonly fleetSlots: number;
 }
@@ -26,6 +31,16 @@ export const ETCD_FLAGS = {
   'etcd-ca': { env: 'SPCD_ETCD_CA', help: 'CA certificate (PEM) that signed the etcd members (TLS)' },
   'etcd-cert': { env: 'SPCD_ETCD_CERT', help: "this node's etcd client certificate (PEM)" },
   'etcd-key': { env: 'SPCD_ETCD_KEY', help: "this node's etcd client key (PEM)" },
+  'etcd-user': { env: 'SPCD_ETCD_USER', help: "this node's etcd user (etcd authentication)" },
+  'etcd-password-file': {
+    env: 'SPCD_ETCD_PASSWORD_FILE',
+    help: "file holding the etcd user's password (mode 0600)",
+  },
+  'etcd-insecure': {
+    env: 'SPCD_ETCD_INSECURE',
+    help: 'allow http:// endpoints: plaintext, anyone on the path reads and writes the fleet (tests on loopback only)',
+    boolean: true,
+  },
 } as const;
 
 function bad(flag: string, message: string, value?: string): SpcdError {
@@ -61,8 +76,10 @@ export function parseEtcdSettings(
 ): EtcdSettings | undefined {
   const list = get('etcd-endpoints');
   const tlsFlags = (['etcd-ca', 'etcd-cert', 'etcd-key'] as const).filter((f) => get(f));
+  const others = (['etcd-user', 'etcd-password-file', 'etcd-insecure'] as const).filter((f) => get(f));
   if (list === undefined || list.trim() === '') {
-    if (tlsFlags.length > 0) throw bad(tlsFlags[0]!, 'is set but --etcd-endpoints is not');
+    const set = [...tlsFlags, ...others][0];
+    if (set) throw bad(set, 'is set but --etcd-endpoints is not');
     return undefined;
   }
   const endpoints = list
@@ -96,5 +113,49 @@ export function parseEtcdSettings(
       `'${prefix}' must be like /spcd/ (segments of A-Z a-z 0-9 . _ -, ending in /)`,
       prefix,
     );
-  return { endpoints, prefix, caFile, certFile, keyFile, fleetSlots };
+  const auth = parseAuth(get, file);
+  const insecure = parseBool(get('etcd-insecure'));
+  if (https.length > 0 && insecure)
+    throw bad(
+      'etcd-insecure',
+      'is for http:// endpoints only; https:// endpoints are checked against --etcd-ca',
+    );
+  if (https.length === 0 && !insecure)
+    throw bad(
+      'etcd-endpoints',
+      `'${endpoints[0]}' is plaintext: anyone on the path could read and write the fleet's keys. ` +
+        'Use https:// with --etcd-ca and a client certificate (--etcd-cert, --etcd-key) or an etcd user ' +
+        '(--etcd-user, --etcd-password-file); or pass --etcd-insecure to allow plaintext (tests on loopback only)',
+      list,
+    );
+  if (https.length > 0 && !certFile && !auth.user)
+    throw bad(
+      'etcd-endpoints',
+      'https:// needs this node to authenticate: a client certificate (--etcd-cert, --etcd-key) or an etcd user (--etcd-user, --etcd-password-file)',
+      list,
+    );
+  return { endpoints, prefix, caFile, certFile, keyFile, ...auth, insecure, fleetSlots };
+}
+
+/** A boolean flag's value: set (true, 1, yes, or the bare flag), unset, or invalid. */
+function parseBool(v: string | undefined): boolean {
+  if (v === undefined || v === '' || /^(false|0|no)$/i.test(v)) return false;
+  if (/^(true|1|yes)$/i.test(v)) return true;
+  throw bad('etcd-insecure', `'${v}' is not true or false`, v);
+}
+
+function parseAuth(
+  get: (flag: string) => string | undefined,
+  file: (flag: string) => string | undefined,
+): { user: string | undefined; passwordFile: string | undefined } {
+  const user = get('etcd-user') || undefined;
+  const passwordFile = file('etcd-password-file');
+  if ((user === undefined) !== (passwordFile === undefined))
+    throw bad(
+      user ? 'etcd-password-file' : 'etcd-user',
+      'is required with --etcd-user / --etcd-password-file (both or neither)',
+    );
+  if (user !== undefined && !/^[A-Za-z0-9._@-]{1,128}$/.test(user))
+    throw bad('etcd-user', `'${user}' must be 1 to 128 of A-Z a-z 0-9 . _ @ -`, user);
+  return { user, passwordFile };
 }

@@ -1,7 +1,7 @@
 /**
  * EtcdSlots: at most N nodes upgrade at once, by etcd's own semaphore recipe
  * (the rank arithmetic and its safety argument: queue.ts). A node that wants
- * a slot puts ONE key `<prefix>queue/<lease id>`, bound to the lease it
+ * a slot puts ONE key `<prefix>queue/<node>/<lease id>`, bound to the lease it
  * keeps while it takes part (session.ts), and holds a slot once fewer than N
  * live queue keys were created before its own. No transaction races another:
  * the order is etcd's create revision, and a rank only falls. Release
@@ -22,7 +22,7 @@ import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import { unavailable } from './client.js';
-import { fleetKeys } from './keys.js';
+import { fleetKeys, isLiveQueueKey, nodeQueuePrefix } from './keys.js';
 import { decodeEntry, encodeEntry, firstLookMs, isNear, listLimit, place, type AheadKey } from './queue.js';
 import { EtcdSession, type SessionLease } from './session.js';
 
@@ -112,7 +112,7 @@ export class EtcdSlots {
     if (signal.aborted) throw new SpcdError('SHUTTING_DOWN', 'fleet upgrade cancelled');
     const { log } = this.d;
     const lease = await this.session.lease();
-    const key = `${this.queuePrefix}${lease.id}`;
+    const key = `${nodeQueuePrefix(this.d.prefix, this.d.holder)}${lease.id}`;
     let taken = false;
     let onLost: ((err: Error) => void) | undefined;
     const unlisten = lease.onLost((err) => {
@@ -194,20 +194,29 @@ export class EtcdSlots {
   private async listAhead(
     n: number,
     me: Mine,
+    limit = listLimit(n),
   ): Promise<{ ahead: AheadKey[]; more: boolean; revision: string }> {
     const list = this.d.client
       .getAll()
       .prefix(this.queuePrefix)
       .maxCreateRevision(String(BigInt(me.mine) - 1n))
       .sort('Create', 'Descend')
-      .limit(listLimit(n));
+      .limit(limit);
     const res = await this.whileMine(me, list, 'listing the slot queue');
     const range = res.responses[0]!.response_range;
-    return {
-      ahead: range.kvs.map((kv) => ({ key: kv.key.toString(), value: kv.value.toString() })),
-      more: range.more,
-      revision: res.header.revision,
-    };
+    // only live keys count: one without a lease (or under another's name) would hold a slot forever
+    const ahead = range.kvs
+      .map((kv) => ({ key: kv.key.toString(), value: kv.value.toString(), lease: String(kv.lease) }))
+      .filter((kv) => isLiveQueueKey(this.queuePrefix, kv.key, kv.lease, decodeEntry(kv.value).node))
+      .map(({ key, value }) => ({ key, value }));
+    if (ahead.length < range.kvs.length && range.more && limit > 0) {
+      this.d.log.warn(
+        { ignored: range.kvs.length - ahead.length },
+        'slot queue holds keys no live node put (no lease, or another node name); listing it whole',
+      );
+      return this.listAhead(n, me, 0); // 0: no limit
+    }
+    return { ahead, more: range.more, revision: res.header.revision };
   }
 
   /** Marks our key near the front (one guarded put): whoever follows it looks again. */

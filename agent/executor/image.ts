@@ -1,4 +1,5 @@
 import { SpcdError } from '../errors.js';
+import { checkImage, type ImagePolicy } from '../model/image-policy.js';
 import type { ExecutorDeps } from './ports.js';
 
 export type PullPolicy = 'always' | 'missing' | 'never';
@@ -19,7 +20,32 @@ function repoOf(ref: string): string {
   return colon > slash ? ref.slice(0, colon) : ref;
 }
 
-/** Makes the image present per the policy and reports its digest. Never touches a container. */
+/**
+ * Throws IMAGE_REFUSED when the node's image policy does not allow `image`.
+ * The entry points (the API's verbs, the fleet's document) call it for an
+ * early answer; resolveImage calls it before every pull and create.
+ */
+export function assertImageAllowed(
+  policy: ImagePolicy,
+  image: string,
+  context: Record<string, unknown> = {},
+): void {
+  const v = checkImage(policy, image);
+  if (v.allowed) return;
+  throw new SpcdError('IMAGE_REFUSED', `image ${image} is refused by the image policy: ${v.reason}`, {
+    image,
+    reason: v.reason,
+    ...(policy.source !== undefined ? { policy: policy.source } : {}),
+    ...context,
+  });
+}
+
+/**
+ * Makes the image present per the pull policy and reports its digest. Never
+ * touches a container. Every image a container is created from comes through
+ * here first: one the image policy refuses is an IMAGE_REFUSED error and an
+ * `image-refused` event, and the engine is not asked for it at all.
+ */
 export async function resolveImage(
   deps: ExecutorDeps,
   ref: string,
@@ -27,6 +53,14 @@ export async function resolveImage(
   operationId: string,
   signal?: AbortSignal,
 ): Promise<ResolvedImage> {
+  try {
+    assertImageAllowed(deps.imagePolicy, ref);
+  } catch (err) {
+    const reason = (err as SpcdError).details.reason as string;
+    deps.events.publish({ type: 'image-refused', at: deps.clock.now(), operationId, image: ref, reason });
+    deps.log.warn({ image: ref, reason, operationId }, 'image refused by the image policy');
+    throw err;
+  }
   const local = await deps.engine.imageInfo(ref);
   let info = local;
   let pulled = false;

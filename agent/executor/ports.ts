@@ -14,6 +14,7 @@ import type {
 import type { ConfigFileDigest, StateStore } from '../state/store.js';
 import type { Journal } from '../state/journal.js';
 import type { Failpoint } from './failpoint.js';
+import type { ImagePolicy } from '../model/image-policy.js';
 
 /** What of a spec a health watch needs. */
 export type WatchedSpec = Pick<ContainerSpec, 'name' | 'network' | 'pid' | 'healthchecks'>;
@@ -90,4 +91,6 @@ export interface ExecutorDeps {
   readonly minReadyMs: number;
   readonly pullActivityTimeoutMs: number;
   readonly registryAuth: (image: string) => Promise<RegistryAuth | undefined>;
+  /** Which images this node runs (--image-policy): checked before every pull and create (image.ts). */
+  readonly imagePolicy: ImagePolicy;
 }

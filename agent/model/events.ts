@@ -75,6 +75,14 @@ export type SpcdEvent =
       readonly code?: string;
     }
   | {
+      /** The node's image policy refused an image before any pull or create (docs/security.md#image-policy). */
+      readonly type: 'image-refused';
+      readonly at: number;
+      readonly operationId: string;
+      readonly image: string;
+      readonly reason: string;
+    }
+  | {
       /** spcd refused to stop, replace or remove a hypervisor because VMs run (docs/upgrades.md). */
       readonly type: 'vm-safety-refused';
       readonly at: number;

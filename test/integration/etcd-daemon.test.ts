@@ -32,6 +32,7 @@ beforeAll(async () => {
         '5s',
         '--etcd-endpoints',
         cluster.endpoints().join(','),
+        '--etcd-insecure',
         '--etcd-prefix',
         PREFIX,
         '--node-name',

@@ -61,6 +61,7 @@ const status = (...more: string[]): Promise<Run> =>
     'status',
     '--etcd-endpoints',
     cluster.endpoints().join(','),
+    '--etcd-insecure',
     '--etcd-prefix',
     PREFIX,
     ...more,

@@ -21,6 +21,7 @@ import { Journal } from '../../agent/state/journal.js';
 import { StateStore } from '../../agent/state/store.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeEngine } from './fake-engine.js';
+import { ALLOW_ALL } from '../../agent/model/image-policy.js';
 
 /** The health gate in memory: every gate passes unless `verdict` says otherwise. */
 export class FakeHealthGate implements HealthGate {
@@ -164,6 +165,7 @@ export class FakeProcess {
       minReadyMs: 0,
       pullActivityTimeoutMs: 10_000,
       registryAuth: async () => undefined,
+      imagePolicy: ALLOW_ALL,
     };
   }
 

@@ -24,6 +24,7 @@ import { Journal } from '../../agent/state/journal.js';
 import { StateStore } from '../../agent/state/store.js';
 import { REPO } from './daemon.js';
 import { DOCKER_SOCKET } from './docker.js';
+import { ALLOW_ALL } from '../../agent/model/image-policy.js';
 
 /**
  * The executor in-process against the real engine: real DockerEngine,
@@ -74,6 +75,7 @@ export class UpgradeHarness {
       minReadyMs: opts.minReadyMs ?? 300,
       pullActivityTimeoutMs: 10_000,
       registryAuth: registryAuthFromFile(opts.registryAuthFile),
+      imagePolicy: ALLOW_ALL,
     };
   }
 

@@ -194,9 +194,22 @@ describe('spcctl fleet status --etcd-*', () => {
     [['--etcd-prefix', '/x/'], /^spcctl: --etcd-prefix is set but --etcd-endpoints is not/],
     [['--etcd-ca', '/ca.pem'], /^spcctl: --etcd-ca is set but --etcd-endpoints is not/],
     [['--etcd-endpoints', 'http://127.0.0.1:1', '--etcd-prefix', 'spcd'], /^spcctl: --etcd-prefix: 'spcd'/],
+    [
+      ['--etcd-endpoints', 'http://127.0.0.1:1'],
+      /^spcctl: --etcd-endpoints: 'http:\/\/127\.0\.0\.1:1' is plaintext/,
+    ],
     [['--etcd-endpoints', 'https://127.0.0.1:1'], /^spcctl: --etcd-ca: is required with https/],
     [
-      ['--etcd-endpoints', 'https://127.0.0.1:1', '--etcd-ca', '/nonexistent/ca.pem'],
+      [
+        '--etcd-endpoints',
+        'https://127.0.0.1:1',
+        '--etcd-ca',
+        '/nonexistent/ca.pem',
+        '--etcd-cert',
+        '/nonexistent/c.pem',
+        '--etcd-key',
+        '/nonexistent/k.pem',
+      ],
       /^spcctl: --etcd-ca: cannot read \/nonexistent\/ca\.pem/,
     ],
     [
@@ -241,7 +254,7 @@ describe('a cluster that does not answer', () => {
   it('exits 3 naming every endpoint (ETCD_UNAVAILABLE)', async () => {
     const a = `http://127.0.0.1:${await closedPort()}`;
     const b = `http://127.0.0.1:${await closedPort()}`;
-    const r = await cli(['fleet', 'status', '--etcd-endpoints', `${a},${b}`]);
+    const r = await cli(['fleet', 'status', '--etcd-endpoints', `${a},${b}`, '--etcd-insecure']);
     expect(r.code).toBe(3);
     expect(r.err).toContain(`spcctl: etcd does not answer at ${a}, ${b} (ETCD_UNAVAILABLE): etcd: reading`);
     expect(r.out).toBe('');

@@ -24,6 +24,7 @@ describe('etcd daemon settings', () => {
     const s = parse([
       '--etcd-endpoints',
       'http://10.0.0.1:2379, http://10.0.0.2:2379/',
+      '--etcd-insecure',
       '--fleet-slots',
       '5',
     ]);
@@ -33,10 +34,32 @@ describe('etcd daemon settings', () => {
       caFile: undefined,
       certFile: undefined,
       keyFile: undefined,
+      user: undefined,
+      passwordFile: undefined,
+      insecure: true,
       fleetSlots: 5,
     });
     expect(s.nodeName).toBe(hostname());
     expect(s.kube).toBeUndefined();
+  });
+
+  it('takes an etcd user and its password file with https://', () => {
+    const s = parse([
+      '--etcd-endpoints',
+      'https://e1:2379',
+      '--etcd-ca',
+      '/pki/ca.pem',
+      '--etcd-user',
+      'node-compute-7',
+      '--etcd-password-file',
+      '/etc/spcd/etcd-password',
+    ]);
+    expect(s.etcd).toMatchObject({
+      user: 'node-compute-7',
+      passwordFile: '/etc/spcd/etcd-password',
+      certFile: undefined,
+      insecure: false,
+    });
   });
 
   it('takes TLS files (resolved) from flags or the environment', () => {
@@ -74,6 +97,42 @@ describe('etcd daemon settings', () => {
     [['--etcd-ca', '/ca'], 'etcd-ca', /--etcd-ca: is set but --etcd-endpoints is not/],
     [['--etcd-endpoints', 'http://e1:2379', '--etcd-prefix', 'spcd'], 'etcd-prefix', /must be like \/spcd\//],
     [['--etcd-endpoints', 'http://e1:2379', '--etcd-prefix', '/a b/'], 'etcd-prefix', /must be like/],
+    [
+      ['--etcd-endpoints', 'http://e1:2379'],
+      'etcd-endpoints',
+      /'http:\/\/e1:2379' is plaintext: .*--etcd-insecure/,
+    ],
+    [
+      ['--etcd-endpoints', 'https://e1:2379', '--etcd-ca', '/ca'],
+      'etcd-endpoints',
+      /https:\/\/ needs this node to authenticate: a client certificate .* or an etcd user/,
+    ],
+    [
+      ['--etcd-endpoints', 'https://e1:2379', '--etcd-ca', '/ca', '--etcd-user', 'node-a'],
+      'etcd-password-file',
+      /both or neither/,
+    ],
+    [
+      [
+        '--etcd-endpoints',
+        'https://e1:2379',
+        '--etcd-ca',
+        '/ca',
+        '--etcd-cert',
+        '/c',
+        '--etcd-key',
+        '/k',
+        '--etcd-insecure',
+      ],
+      'etcd-insecure',
+      /is for http:\/\/ endpoints only/,
+    ],
+    [
+      ['--etcd-endpoints', 'http://e1:2379', '--etcd-insecure', '--node-name', 'a/b'],
+      'node-name',
+      /it names this node's etcd keys/,
+    ],
+    [['--etcd-insecure'], 'etcd-insecure', /is set but --etcd-endpoints is not/],
   ])('refuses %j naming --%s', (argv, flag, message) => {
     const err = refusal(argv);
     expect(err.code).toBe('SETTINGS_INVALID');
@@ -82,10 +141,18 @@ describe('etcd daemon settings', () => {
   });
 
   it('refuses etcd together with Kubernetes, by kubeconfig or in a pod', () => {
-    const byFile = refusal(['--etcd-endpoints', 'http://e1:2379', '--kubeconfig', '/k', '--node-name', 'n']);
+    const byFile = refusal([
+      '--etcd-endpoints',
+      'http://e1:2379',
+      '--etcd-insecure',
+      '--kubeconfig',
+      '/k',
+      '--node-name',
+      'n',
+    ]);
     expect(byFile.details.flag).toBe('etcd-endpoints');
     expect(byFile.message).toMatch(/cannot be used with --kubeconfig/);
-    const inPod = refusal(['--etcd-endpoints', 'http://e1:2379'], {
+    const inPod = refusal(['--etcd-endpoints', 'http://e1:2379', '--etcd-insecure'], {
       KUBERNETES_SERVICE_HOST: '10.96.0.1',
       NODE_NAME: 'n',
     });

@@ -79,6 +79,13 @@ export function eventSchemas(): Record<string, Schema> {
       },
       ['code'],
     ),
+    ImageRefusedEvent: obj({
+      type: type('image-refused'),
+      at,
+      operationId: str(),
+      image: str(),
+      reason: str(),
+    }),
     VmSafetyRefusedEvent: obj({
       type: type('vm-safety-refused'),
       at,

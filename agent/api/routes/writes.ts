@@ -79,7 +79,7 @@ export const upgradeContainer: Route = {
   doc: operationDoc(
     'Upgrade a container to an image (health-gated, rolled back on failure)',
     upgradeBody,
-    ['NOT_FOUND', 'GENERATION_MISMATCH', 'DEFINITIONS_NOT_LOADED'],
+    ['NOT_FOUND', 'GENERATION_MISMATCH', 'DEFINITIONS_NOT_LOADED', 'IMAGE_REFUSED'],
     CONTAINER_PARAM,
   ),
   handler: async (ctx) => {
@@ -126,7 +126,7 @@ export const upgradeSet: Route = {
   doc: operationDoc(
     "Upgrade a set's containers one by one (new images by container name)",
     setUpgradeBody,
-    ['NOT_FOUND', 'DEFINITIONS_NOT_LOADED'],
+    ['NOT_FOUND', 'DEFINITIONS_NOT_LOADED', 'IMAGE_REFUSED'],
     SET_PARAM,
   ),
   handler: async (ctx) => {

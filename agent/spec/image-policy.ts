@@ -1,0 +1,102 @@
+/**
+ * Reads the node's image policy file (--image-policy, YAML or JSON):
+ *
+ *   allow:
+ *     - registry.example.com:5000/kolla          # every repository under it
+ *     - prefix: quay.io/openstack.kolla
+ *       requireDigest: true                      # only …@sha256:<digest>
+ *   requireDigest: false                         # the default of the entries
+ *
+ * An entry names a registry host (with a dot, a port, or localhost) and
+ * optionally a path under it; it is normalized like an image reference
+ * (docker.io/library/… for Docker Hub's official images). An empty list
+ * allows nothing. Throws SETTINGS_INVALID naming the file and the entry.
+ */
+import { readFileSync, statSync } from 'node:fs';
+import yaml from 'js-yaml';
+import { SpcdError } from '../errors.js';
+import type { ImagePolicy, ImagePolicyEntry } from '../model/image-policy.js';
+import { isNameComponent, parseImageRef } from '../model/image-ref.js';
+
+/** The policy file's size cap. */
+export const IMAGE_POLICY_MAX_BYTES = 64 * 1024;
+
+function bad(file: string, message: string, details: Record<string, unknown> = {}): SpcdError {
+  return new SpcdError('SETTINGS_INVALID', `--image-policy ${file}: ${message}`, {
+    flag: 'image-policy',
+    file,
+    ...details,
+  });
+}
+
+function isMap(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** One entry's prefix, normalized: a registry host, then path components (no tag, no digest). */
+function prefixOf(file: string, raw: unknown, i: number): string {
+  const at = `allow[${i}]`;
+  if (typeof raw !== 'string' || raw.trim() === '')
+    throw bad(file, `${at}: must be a registry[/path] prefix`, { entry: i });
+  const [host = '', ...path] = raw.trim().replace(/\/+$/, '').split('/');
+  if (!(host.includes('.') || host.includes(':') || host === 'localhost'))
+    throw bad(
+      file,
+      `${at}: '${raw}' must start with a registry host (a dot, a port or localhost; docker.io for Docker Hub)`,
+      { entry: i },
+    );
+  const ref = parseImageRef(`${host}/x`);
+  if ('invalid' in ref) throw bad(file, `${at}: '${raw}': ${ref.invalid}`, { entry: i });
+  const wrong = path.find((p) => !isNameComponent(p));
+  if (wrong !== undefined)
+    throw bad(file, `${at}: '${raw}': '${wrong}' is not a lower-case name component (no tag or digest)`, {
+      entry: i,
+    });
+  return [ref.registry, ...path].join('/');
+}
+
+/** The policy in a file's text (pure; `file` names it in errors). */
+export function parseImagePolicy(text: string, file: string): ImagePolicy {
+  let doc: unknown;
+  try {
+    doc = yaml.load(text, { schema: yaml.CORE_SCHEMA, json: false });
+  } catch (err) {
+    throw bad(file, `not valid YAML: ${(err as Error).message}`);
+  }
+  if (!isMap(doc)) throw bad(file, 'must be a map with allow (and requireDigest)');
+  for (const k of Object.keys(doc))
+    if (k !== 'allow' && k !== 'requireDigest')
+      throw bad(file, `${k} is not a field (known: allow, requireDigest)`);
+  const def = doc.requireDigest ?? false;
+  if (typeof def !== 'boolean') throw bad(file, 'requireDigest must be true or false');
+  if (!Array.isArray(doc.allow)) throw bad(file, 'allow must be a list of registry[/path] prefixes');
+  const entries: ImagePolicyEntry[] = doc.allow.map((e: unknown, i) => {
+    if (!isMap(e)) return { prefix: prefixOf(file, e, i), requireDigest: def };
+    for (const k of Object.keys(e))
+      if (k !== 'prefix' && k !== 'requireDigest')
+        throw bad(file, `allow[${i}]: ${k} is not a field (known: prefix, requireDigest)`, { entry: i });
+    const req = e.requireDigest ?? def;
+    if (typeof req !== 'boolean') throw bad(file, `allow[${i}].requireDigest must be true or false`);
+    return { prefix: prefixOf(file, e.prefix, i), requireDigest: req };
+  });
+  return { entries, source: file };
+}
+
+/** Reads and parses the policy file (sync: once, at start-up). */
+export function readImagePolicyFile(file: string): ImagePolicy {
+  let text: string;
+  try {
+    if (statSync(file).size > IMAGE_POLICY_MAX_BYTES)
+      throw bad(file, `is larger than ${IMAGE_POLICY_MAX_BYTES} bytes`);
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if (err instanceof SpcdError) throw err;
+    throw new SpcdError(
+      'SETTINGS_INVALID',
+      `--image-policy ${file}: cannot read it: ${(err as Error).message}`,
+      { flag: 'image-policy', file },
+      { cause: err },
+    );
+  }
+  return parseImagePolicy(text, file);
+}

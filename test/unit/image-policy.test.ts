@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { checkImage, type ImagePolicy } from '../../agent/model/image-policy.js';
+import { parseImageRef } from '../../agent/model/image-ref.js';
+import { parseImagePolicy } from '../../agent/spec/image-policy.js';
+
+const DIGEST = `sha256:${'ab'.repeat(32)}`;
+
+describe('image references, normalized as Docker does', () => {
+  it.each([
+    ['nova', 'docker.io/library/nova', 'latest', undefined],
+    ['kolla/nova-compute:2024.2', 'docker.io/kolla/nova-compute', '2024.2', undefined],
+    ['index.docker.io/library/nova', 'docker.io/library/nova', 'latest', undefined],
+    ['127.0.0.1:5000/kolla/nova:2', '127.0.0.1:5000/kolla/nova', '2', undefined],
+    ['localhost/x', 'localhost/x', 'latest', undefined],
+    [`Registry.Example.com/kolla/nova@${DIGEST}`, 'registry.example.com/kolla/nova', undefined, DIGEST],
+    [`r.example.com/a:1@${DIGEST}`, 'r.example.com/a', '1', DIGEST],
+  ])('%s is %s', (raw, repository, tag, digest) => {
+    expect(parseImageRef(raw)).toMatchObject({ repository, tag, digest });
+  });
+
+  it.each([
+    '',
+    'Nova',
+    'a//b',
+    'r.example.com/a@sha256:12',
+    'a:b:c',
+    'r.example.com/../x',
+    `x@md5:${'a'.repeat(32)}`,
+  ])('refuses %j', (raw) => {
+    expect(parseImageRef(raw)).toHaveProperty('invalid');
+  });
+});
+
+describe('the image policy', () => {
+  const policy: ImagePolicy = parseImagePolicy(
+    [
+      'allow:',
+      '  - registry.example.com/kolla/',
+      '  - prefix: quay.io/openstack.kolla',
+      '    requireDigest: true',
+      '  - docker.io/library/busybox',
+    ].join('\n'),
+    '/etc/spcd/image-policy.yaml',
+  );
+
+  it.each([
+    ['registry.example.com/kolla/nova-compute:2024.2', true],
+    ['registry.example.com/kolla', true],
+    ['registry.example.com/kollaevil/nova:1', false],
+    ['registry.example.com.evil.io/kolla/nova:1', false],
+    ['registry.example.com/other/nova:1', false],
+    ['quay.io/openstack.kolla/nova-compute:2024.2', false],
+    [`quay.io/openstack.kolla/nova-compute@${DIGEST}`, true],
+    ['busybox', true],
+    ['docker.io/busybox:1.36', true],
+    ['evil/busybox', false],
+    ['not a reference', false],
+  ])('%s: allowed %s', (image, allowed) => {
+    expect(checkImage(policy, image).allowed).toBe(allowed);
+  });
+
+  it('says which rule an image broke', () => {
+    expect(checkImage(policy, 'quay.io/openstack.kolla/nova:1')).toEqual({
+      allowed: false,
+      reason:
+        'quay.io/openstack.kolla/nova:1 has no digest and quay.io/openstack.kolla requires one (name it as …@sha256:<digest>)',
+    });
+    expect(checkImage(policy, 'evil.example/x:1')).toMatchObject({
+      reason: expect.stringMatching(
+        /^evil\.example\/x is under none of the allowed prefixes \(registry\.example\.com\/kolla, /,
+      ),
+    });
+  });
+
+  it('allows nothing with an empty list, and everything with no policy', () => {
+    expect(checkImage(parseImagePolicy('allow: []', 'p'), 'registry.example.com/kolla/x').allowed).toBe(
+      false,
+    );
+    expect(checkImage({ entries: undefined, source: undefined }, 'anything/at:all').allowed).toBe(true);
+  });
+
+  it.each([
+    ['allow: [kolla]', /allow\[0\]: 'kolla' must start with a registry host/],
+    [
+      'allow: [r.example.com/kolla:1]',
+      /allow\[0\]: .* is not a lower-case name component \(no tag or digest\)/,
+    ],
+    ['allow: [{ prefix: r.example.com, digest: true }]', /allow\[0\]: digest is not a field/],
+    ['allow: r.example.com', /allow must be a list/],
+    ['requireDigest: maybe\nallow: []', /requireDigest must be true or false/],
+    ['allowed: []', /allowed is not a field/],
+  ])('refuses the file %j', (text, message) => {
+    expect(() => parseImagePolicy(text, '/p.yaml')).toThrow(message);
+  });
+});
