@@ -12,14 +12,15 @@ import { fleetView, type FleetStatus } from '../rollout/fleet-view.js';
 import { ledgerFromJson, phaseFromJson } from '../rollout/records.js';
 import { connectEtcd, unavailable } from './client.js';
 import { parseEtcdDesired } from './desired.js';
-import { fleetKeys } from './keys.js';
+import { fleetKeys, isLiveQueueKey } from './keys.js';
 import { decodeEntry } from './queue.js';
 import type { EtcdSettings } from './settings.js';
 
 /** Every key under a prefix, at one revision: the etcd boundary of the reader (a unit test fakes it). */
 export type RangeRead = (prefix: string) => Promise<{
   readonly revision: string;
-  readonly kvs: readonly { key: string; value: string; createRevision: string }[];
+  /** `lease`: the lease the key is bound to ('0': none); a reader that does not know it leaves it out. */
+  readonly kvs: readonly { key: string; value: string; createRevision: string; lease?: string }[];
 }>;
 
 /** The range read over a client: one call, with the client's call deadline; failures are ETCD_UNAVAILABLE. */
@@ -33,6 +34,7 @@ export function clientRangeRead(client: Etcd3): RangeRead {
           key: kv.key.toString(),
           value: kv.value.toString(),
           createRevision: kv.create_revision,
+          lease: String(kv.lease),
         })),
       };
     } catch (err) {
@@ -63,12 +65,15 @@ export async function readEtcdFleetStatus(
   const desiredText = byKey.get(keys.desired);
   const phases: PhaseReport[] = [];
   const queue: { key: string; node: string; rev: bigint }[] = [];
-  for (const { key, value, createRevision } of kvs) {
+  for (const { key, value, createRevision, lease } of kvs) {
     if (key.startsWith(keys.nodes)) {
       const p = phaseFromJson(value);
       if (p && p.node === key.slice(keys.nodes.length)) phases.push(p); // only under its own node's key
     } else if (key.startsWith(keys.queue) && /^[0-9]+$/.test(createRevision)) {
-      queue.push({ key, node: decodeEntry(value).node, rev: BigInt(createRevision) });
+      const node = decodeEntry(value).node;
+      // as the nodes count it (slots.ts): a key no live lease binds, or under another name, holds nothing
+      if (lease !== undefined && !isLiveQueueKey(keys.queue, key, lease, node)) continue;
+      queue.push({ key, node, rev: BigInt(createRevision) });
     }
   }
   const source = {

@@ -16,6 +16,7 @@ import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { KubeApi, WatchHandle } from './client.js';
 import { parseValues } from '../render/values.js';
+import { parseImageRef } from '../model/image-ref.js';
 
 export interface DesiredFromConfigMap {
   readonly resourceVersion: string;
@@ -81,12 +82,24 @@ export function parseDesired(cm: V1ConfigMap): DesiredFromConfigMap {
       { cause: err },
     );
   }
-  for (const [k, v] of Object.entries(images))
+  for (const [k, v] of Object.entries(images)) {
     if (typeof v !== 'string' || v === '')
       throw new SpcdError('SPEC_INVALID', `ConfigMap key "images": ${k} must be an image reference string`, {
         key: 'images',
         container: k,
       });
+    // the grammar only: which images a node runs is its own image policy's say (executor/image.ts)
+    const ref = parseImageRef(v);
+    if ('invalid' in ref)
+      throw new SpcdError(
+        'SPEC_INVALID',
+        `ConfigMap key "images": ${k}: '${v}' is not an image reference: ${ref.invalid}`,
+        {
+          key: 'images',
+          container: k,
+        },
+      );
+  }
   return {
     resourceVersion: cm.metadata?.resourceVersion ?? '',
     images: images as Record<string, string>,

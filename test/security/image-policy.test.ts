@@ -96,4 +96,24 @@ describe('the node-side image policy', { timeout: 150_000 }, () => {
     expect(pulls()).toEqual([]);
     expect((await inspect(svc))!.Config.Image).toBe('spcd-demo/service:1');
   });
+
+  it('refuses an image that a container set names', async () => {
+    const image = '127.0.0.1:9/evil/fromset:1';
+    const name = `${sb.instance}-fromset`;
+    writeSet(
+      sb,
+      'evil.yaml',
+      `set: evil\ncontainers:\n  ${name}:\n    image: ${image}\n    command: [sh]\n    network: none\n`,
+    );
+    spcd.child.kill('SIGHUP');
+    await waitFor(
+      'an image-refused event for the set',
+      () => tap.events.some((e) => e.type === 'image-refused' && e.image === image),
+      { timeoutMs: 30_000 },
+    );
+    const a = await call(sb.socket, 'GET', `/v1/containers/${name}`);
+    expect(a.json()).toMatchObject({ lastError: { code: 'IMAGE_REFUSED' } });
+    expect(tap.events.filter((e) => e.type === 'pull-progress' && e.image === image)).toEqual([]);
+    expect(await inspect(name)).toBeUndefined();
+  });
 });

@@ -125,6 +125,21 @@ describe('the fleet view from etcd records', () => {
     expect(unnamed.slots.map((x) => x.holder)).toEqual(['compute-c']);
   });
 
+  it('shows no holder for a queue key no lease binds, or one under another node name', async () => {
+    const kvs = [
+      {
+        key: `${P}desired`,
+        value: 'images: { svc: "img:2" }\nrollout: { id: r, maxConcurrent: 3 }\n',
+        lease: '0',
+      },
+      { key: `${P}queue/compute-b/5`, value: JSON.stringify({ node: 'compute-b' }), lease: '0' },
+      { key: `${P}queue/compute-x/6`, value: JSON.stringify({ node: 'compute-c' }), lease: '6' },
+      { key: `${P}queue/compute-a/11`, value: JSON.stringify({ node: 'compute-a' }), lease: '11' },
+    ].map((kv, i) => ({ ...kv, createRevision: String(i + 1) }));
+    const s = await readEtcdFleetStatus(async () => ({ revision: '9', kvs }), where, NOW);
+    expect(s.slots.map((x) => x.holder)).toEqual(['compute-a']);
+  });
+
   it('carries where it was read in the JSON: backend, endpoints, prefix, desired key, revision', async () => {
     const s = await readEtcdFleetStatus(fakeEtcd(FLEET, '977').read, where, NOW);
     const doc = JSON.parse(JSON.stringify(s)) as FleetStatus;

@@ -196,6 +196,10 @@ describe('the desired document in etcd', () => {
       'images: {nova_compute: 3}\n',
       /^etcd key \/spcd\/desired: images: nova_compute must be an image reference string$/,
     ],
+    [
+      'images: {nova_compute: "Registry.example/Nova:1"}\n',
+      /^etcd key \/spcd\/desired: images: nova_compute: 'Registry.example\/Nova:1' is not an image reference: 'Nova' is not a lower-case name component$/,
+    ],
     ['images: [a]\n', /^etcd key \/spcd\/desired: images must be a map$/],
     ['images: {a: [\n', /etcd key \/spcd\/desired: /],
     ['globals: [1]\n', /^etcd key \/spcd\/desired: globals/],
