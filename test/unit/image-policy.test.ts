@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { resolveImage } from '../../agent/executor/image.js';
 import { checkImage, type ImagePolicy } from '../../agent/model/image-policy.js';
 import { parseImageRef } from '../../agent/model/image-ref.js';
 import { parseImagePolicy } from '../../agent/spec/image-policy.js';
+import { FakeProcess } from '../support/fake-executor.js';
 
 const DIGEST = `sha256:${'ab'.repeat(32)}`;
 
@@ -91,5 +93,32 @@ describe('the image policy', () => {
     ['allowed: []', /allowed is not a field/],
   ])('refuses the file %j', (text, message) => {
     expect(() => parseImagePolicy(text, '/p.yaml')).toThrow(message);
+  });
+});
+
+describe('the executor under an image policy', () => {
+  it('refuses before the engine is asked for the image, with an image-refused event', async () => {
+    const p = await FakeProcess.create();
+    try {
+      const deps = {
+        ...p.deps,
+        imagePolicy: parseImagePolicy('allow: [registry.example.com/kolla]', 'p.yaml'),
+      };
+      const err = await resolveImage(deps, 'evil.example/x:1', 'always', 'op-1').catch((e: unknown) => e);
+      expect(err).toMatchObject({
+        code: 'IMAGE_REFUSED',
+        details: { image: 'evil.example/x:1', policy: 'p.yaml' },
+      });
+      expect(p.engine.count('pull') + p.engine.count('imageInfo')).toBe(0);
+      expect(p.events).toEqual([
+        expect.objectContaining({ type: 'image-refused', operationId: 'op-1', image: 'evil.example/x:1' }),
+      ]);
+      p.engine.addImage('registry.example.com/kolla/nova:1');
+      await expect(
+        resolveImage(deps, 'registry.example.com/kolla/nova:1', 'missing', 'op-2'),
+      ).resolves.toMatchObject({ pulled: false });
+    } finally {
+      await p.close();
+    }
   });
 });
