@@ -14,7 +14,7 @@ import { Components } from './daemon/lifecycle.js';
 import { parseSettings, usage } from './daemon/settings.js';
 import { SdNotify } from './host/sdnotify.js';
 import { StateDirLock } from './state/lock.js';
-import { readImagePolicyFile } from './spec/image-policy.js';
+import { loadImagePolicyFile } from './spec/image-policy.js';
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let settings;
@@ -30,7 +30,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       return 0;
     }
     settings = parsed;
-    imagePolicy = parsed.imagePolicyFile ? readImagePolicyFile(parsed.imagePolicyFile) : undefined;
+    imagePolicy = parsed.imagePolicyFile ? await loadImagePolicyFile(parsed.imagePolicyFile) : undefined;
   } catch (err) {
     process.stderr.write(`spcd: ${err instanceof SpcdError ? err.message : String(err)}\n`);
     return 2;

@@ -1,5 +1,6 @@
 /**
- * Reads the node's image policy file (--image-policy, YAML or JSON):
+ * Reads the node's image policy file (--image-policy, YAML or JSON), held to
+ * the templates' ownership rule (trusted-dirs.ts):
  *
  *   allow:
  *     - registry.example.com:5000/kolla          # every repository under it
@@ -13,10 +14,12 @@
  * allows nothing. Throws SETTINGS_INVALID naming the file and the entry.
  */
 import { readFileSync, statSync } from 'node:fs';
+import { realpath } from 'node:fs/promises';
 import yaml from 'js-yaml';
 import { SpcdError } from '../errors.js';
 import type { ImagePolicy, ImagePolicyEntry } from '../model/image-policy.js';
 import { isNameComponent, parseImageRef } from '../model/image-ref.js';
+import { assertTrustedDir } from './trusted-dirs.js';
 
 /** The policy file's size cap. */
 export const IMAGE_POLICY_MAX_BYTES = 64 * 1024;
@@ -82,7 +85,19 @@ export function parseImagePolicy(text: string, file: string): ImagePolicy {
   return { entries, source: file };
 }
 
-/** Reads and parses the policy file (sync: once, at start-up). */
+/**
+ * The policy in force: the file (its target, when a link) and every folder
+ * above it must be root's and written by nobody else, as the templates
+ * (trusted-dirs.ts: UNTRUSTED_PATH); whoever could write it could allow any
+ * image. Once, at start-up.
+ */
+export async function loadImagePolicyFile(file: string): Promise<ImagePolicy> {
+  const real = await realpath(file).catch(() => file); // unreadable: the read below says so
+  await assertTrustedDir(real, '--image-policy');
+  return readImagePolicyFile(real);
+}
+
+/** Reads and parses the policy file. */
 export function readImagePolicyFile(file: string): ImagePolicy {
   let text: string;
   try {

@@ -1,8 +1,11 @@
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { resolveImage } from '../../agent/executor/image.js';
 import { checkImage, type ImagePolicy } from '../../agent/model/image-policy.js';
 import { parseImageRef } from '../../agent/model/image-ref.js';
-import { parseImagePolicy } from '../../agent/spec/image-policy.js';
+import { loadImagePolicyFile, parseImagePolicy } from '../../agent/spec/image-policy.js';
 import { FakeProcess } from '../support/fake-executor.js';
 
 const DIGEST = `sha256:${'ab'.repeat(32)}`;
@@ -119,6 +122,27 @@ describe('the executor under an image policy', () => {
       ).resolves.toMatchObject({ pulled: false });
     } finally {
       await p.close();
+    }
+  });
+});
+
+describe('the image policy file', () => {
+  it('is refused when others may write it (whoever writes it chooses the images)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'spcd-policy-'));
+    try {
+      const file = join(dir, 'image-policy.yaml');
+      await writeFile(file, 'allow: [registry.example.com/kolla]\n', { mode: 0o644 });
+      expect((await loadImagePolicyFile(file)).entries).toEqual([
+        { prefix: 'registry.example.com/kolla', requireDigest: false },
+      ]);
+      await chmod(file, 0o666);
+      await expect(loadImagePolicyFile(file)).rejects.toMatchObject({
+        code: 'UNTRUSTED_PATH',
+        message: expect.stringMatching(/is writable by its group or by others \(mode 666\)/),
+      });
+      await expect(loadImagePolicyFile(join(dir, 'missing.yaml'))).rejects.toMatchObject({ code: 'SPEC_IO' });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
