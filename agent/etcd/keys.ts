@@ -29,11 +29,14 @@ export function nodeQueuePrefix(prefix: string, node: string): string {
  * bound to that very lease (so etcd, not the holder, ends it), its value
  * naming the same node. Anything else (a key put by hand without a lease,
  * under another node's name, or naming another lease) neither holds a slot
- * nor counts in one's rank.
+ * nor counts in one's rank. The earlier form `<queue><lease id>`, bound to
+ * its lease, still counts, so that N holds while a fleet runs both versions
+ * of spcd (an etcd node role grants no such key).
  */
 export function isLiveQueueKey(queue: string, key: string, lease: string, node: string): boolean {
   if (!key.startsWith(queue) || lease === '0' || !/^[0-9]+$/.test(lease)) return false;
-  return key.slice(queue.length) === `${node}/${lease}`;
+  const name = key.slice(queue.length);
+  return name === `${node}/${lease}` || name === lease;
 }
 
 export function fleetKeys(prefix: string): FleetKeys {

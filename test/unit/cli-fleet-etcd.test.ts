@@ -135,9 +135,11 @@ describe('the fleet view from etcd records', () => {
       { key: `${P}queue/compute-b/5`, value: JSON.stringify({ node: 'compute-b' }), lease: '0' },
       { key: `${P}queue/compute-x/6`, value: JSON.stringify({ node: 'compute-c' }), lease: '6' },
       { key: `${P}queue/compute-a/11`, value: JSON.stringify({ node: 'compute-a' }), lease: '11' },
+      { key: `${P}queue/12`, value: JSON.stringify({ node: 'compute-old' }), lease: '12' }, // an earlier spcd's key
+      { key: `${P}queue/13`, value: JSON.stringify({ node: 'compute-z' }), lease: '0' },
     ].map((kv, i) => ({ ...kv, createRevision: String(i + 1) }));
     const s = await readEtcdFleetStatus(async () => ({ revision: '9', kvs }), where, NOW);
-    expect(s.slots.map((x) => x.holder)).toEqual(['compute-a']);
+    expect(s.slots.map((x) => x.holder).sort()).toEqual(['compute-a', 'compute-old']);
   });
 
   it('carries where it was read in the JSON: backend, endpoints, prefix, desired key, revision', async () => {
