@@ -29,7 +29,7 @@ beforeAll(async () => {
     log: pino({ level: 'info' }, sink),
     version: 'x',
     limits: { bodyBytes: 1024, jsonDepth: 4 },
-    peerUid: async () => 4242,
+    peerCred: () => ({ uid: 4242, gid: 4242, pid: 1 }),
   });
   const s = await serveOnTempSocket(handler, { bodyBytes: 1024, jsonDepth: 4 });
   sock = s.socketPath;
@@ -133,7 +133,10 @@ describe('audit', () => {
       status: 202,
       code: null,
       operationId: (ok.json() as { operationId: string }).operationId,
+      socket: 'admin',
       uid: 4242,
+      gid: 4242,
+      pid: 1,
     });
     expect(typeof audit[0]?.durationMs).toBe('number');
     expect(audit[1]).toMatchObject({ target: 'ghost', status: 404, code: 'NOT_FOUND', operationId: null });

@@ -42,6 +42,7 @@ export interface DocumentedRoute {
   readonly method: 'GET' | 'POST';
   readonly template: string;
   readonly mutating: boolean;
+  readonly readOnlySocket: boolean;
   readonly doc: RouteDoc;
 }
 
@@ -136,6 +137,7 @@ function operation(route: DocumentedRoute): Record<string, unknown> {
       : {}),
     responses,
     ...(route.mutating ? { 'x-spcd-audited': true } : {}),
+    ...(route.readOnlySocket ? {} : { 'x-spcd-admin-socket-only': true }),
   };
 }
 
