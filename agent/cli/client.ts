@@ -104,7 +104,16 @@ export class ApiClient {
       return await this.open(this.socketPath, method, path, payload, timeoutMs);
     } catch (err) {
       if (!(err instanceof PermissionDenied) || method !== 'GET' || !ro) throw err;
-      return this.open(ro, method, path, payload, timeoutMs);
+      try {
+        return await this.open(ro, method, path, payload, timeoutMs);
+      } catch (second) {
+        // no read-only socket we may connect to either: the admin socket's refusal is the answer
+        const notConnected =
+          second instanceof CliError &&
+          !(second instanceof ResetBeforeAnswer) &&
+          second.exitCode === EXIT.UNREACHABLE;
+        throw notConnected ? err : second;
+      }
     }
   }
 
@@ -163,7 +172,7 @@ function connectError(p: string, err: NodeJS.ErrnoException): CliError {
     case 'EACCES':
     case 'EPERM':
       return new PermissionDenied(
-        `permission denied on ${p}: run as root or a member of the spcd admin group (reads: the read-only group)`,
+        `permission denied on ${p}: run as root or a member of the spcd admin group (for reads: the read-only group)`,
       );
     case 'ECONNREFUSED':
       return new CliError(`spcd is not running (nothing listens on ${p})`, EXIT.UNREACHABLE);

@@ -90,7 +90,7 @@ describe('the document', () => {
     expect(schemas.Error?.properties.code.enum).toEqual(Object.keys(ERRORS));
     for (const route of table) {
       const responses = doc.paths[route.template]?.[route.method.toLowerCase()]?.responses ?? {};
-      for (const code of routeErrors(route.doc)) {
+      for (const code of routeErrors(route.doc, route.readOnlySocket)) {
         const r = responses[String(ERRORS[code].status)] as
           | {
               content: {
