@@ -5,71 +5,44 @@
  * are refused by the kernel (admin socket) or by spcd (READ_ONLY_SOCKET
  * with --read-only), both exit 3.
  */
-import { chmodSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO, SpcdProcess, sandbox, writeSet, type Sandbox } from '../support/daemon.js';
-import { cleanupInstance, inspect } from '../support/docker.js';
-import { createUser, ensureGroup, removeGroup, removeUser, runAs, type TestUser } from '../support/users.js';
-import { waitFor } from '../support/wait.js';
+import { REPO } from '../support/daemon.js';
+import { inspect } from '../support/docker.js';
+import { startReaderDaemon, type ReaderDaemon } from '../support/reader-daemon.js';
+import { runAs } from '../support/users.js';
 
-const ADMIN_GROUP = 'spcd-cli-admin';
-const READ_GROUP = 'spcd-cli-read';
-const READER = 'spcd-cli-reader';
-
-const sb: Sandbox = sandbox('ro-cli');
-const n = (s: string): string => `${sb.instance}-${s}`;
-let spcd: SpcdProcess | undefined;
-let reader: TestUser;
+let d: ReaderDaemon;
 
 const spcctl = (args: string[]): ReturnType<typeof runAs> =>
-  runAs(reader, [process.execPath, join(REPO, 'bin', 'spcctl.js'), '--socket', sb.socket, ...args]);
+  runAs(d.reader, [process.execPath, join(REPO, 'bin', 'spcctl.js'), '--socket', d.sb.socket, ...args]);
 
 beforeAll(async () => {
-  ensureGroup(ADMIN_GROUP);
-  ensureGroup(READ_GROUP);
-  reader = createUser(READER, [READ_GROUP]);
-  chmodSync(sb.root, 0o755);
-  writeSet(
-    sb,
-    'cli.yaml',
-    `set: cli\ncontainers:\n  ${n('web')}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
-  );
-  spcd = SpcdProcess.start(sb, ['--admin-group', ADMIN_GROUP, '--readonly-group', READ_GROUP]);
-  await spcd.ready();
-  await waitFor('web running', async () => (await inspect(n('web')))?.State.Running);
+  d = await startReaderDaemon('spcd-rocli');
 });
-
-afterAll(async () => {
-  await spcd?.stop();
-  await cleanupInstance(sb.instance);
-  removeUser(READER);
-  removeGroup(READ_GROUP);
-  removeGroup(ADMIN_GROUP);
-  rmSync(sb.root, { recursive: true, force: true });
-});
+afterAll(() => d?.close());
 
 describe('spcctl for the read-only group', () => {
   it('reads through the read-only socket when the admin socket refuses it', async () => {
     const status = await spcctl(['status']);
     expect(status.stderr).toBe('');
     expect(status.code).toBe(0);
-    expect(status.stdout).toContain(n('web'));
+    expect(status.stdout).toContain(d.web);
     const json = await spcctl(['--read-only', '-o', 'json', 'status']);
     expect(json.code).toBe(0);
-    expect(JSON.stringify(JSON.parse(json.stdout))).toContain(n('web'));
+    expect(JSON.stringify(JSON.parse(json.stdout))).toContain(d.web);
   });
 
   it('cannot write: the admin socket refuses the connection, the read-only socket the request', async () => {
-    const viaAdmin = await spcctl(['stop', n('web')]);
+    const viaAdmin = await spcctl(['stop', d.web]);
     expect(viaAdmin.code).toBe(3);
-    expect(viaAdmin.stderr).toContain(`permission denied on ${sb.socket}`);
-    const viaReadOnly = await spcctl(['--read-only', 'stop', n('web')]);
+    expect(viaAdmin.stderr).toContain(`permission denied on ${d.sb.socket}`);
+    const viaReadOnly = await spcctl(['--read-only', 'stop', d.web]);
     expect(viaReadOnly.code).toBe(3);
     expect(viaReadOnly.stderr).toContain('READ_ONLY_SOCKET');
-    const logs = await spcctl(['logs', n('web')]);
+    const logs = await spcctl(['logs', d.web]);
     expect(logs.code).toBe(3);
     expect(logs.stderr).toContain('READ_ONLY_SOCKET');
-    expect((await inspect(n('web')))?.State.Running).toBe(true);
+    expect((await inspect(d.web))?.State.Running).toBe(true);
   });
 });

@@ -1,5 +1,4 @@
 import { connect } from 'node:net';
-import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonDepth, parseJsonObject } from '../../agent/api/body.js';
@@ -8,15 +7,9 @@ import { compileLimits } from '../../agent/api/limits.js';
 import { isSpcdError } from '../../agent/errors.js';
 import { FakeActions, FakeStatus } from '../support/api-fakes.js';
 import { call, serveOnTempSocket } from '../support/api-http.js';
+import { logLines } from '../support/log-lines.js';
 
-const lines: Record<string, unknown>[] = [];
-const sink = new Writable({
-  write(chunk: Buffer, _enc, cb) {
-    for (const l of chunk.toString().split('\n').filter(Boolean))
-      lines.push(JSON.parse(l) as Record<string, unknown>);
-    cb();
-  },
-});
+const { lines, sink } = logLines();
 const status = new FakeStatus();
 const actions = new FakeActions(status);
 let sock: string;

@@ -11,10 +11,10 @@ import { createApiHandlers } from '../../agent/api/handler.js';
 import { buildRoutes } from '../../agent/api/routes/table.js';
 import { MetricsRegistry } from '../../agent/api/registry.js';
 import { request } from 'node:http';
-import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { FakeActions, FakeStatus } from '../support/api-fakes.js';
 import { call, serveOnTempSocket } from '../support/api-http.js';
+import { logLines } from '../support/log-lines.js';
 
 /** A request outside the OpenAPI contract (methods no route documents), with an empty JSON body. */
 function raw(socketPath: string, method: string, path: string): Promise<{ status: number; text: string }> {
@@ -35,14 +35,7 @@ function raw(socketPath: string, method: string, path: string): Promise<{ status
 
 const status = new FakeStatus();
 const actions = new FakeActions(status);
-const lines: Record<string, unknown>[] = [];
-const sink = new Writable({
-  write(chunk: Buffer, _enc, cb) {
-    for (const l of chunk.toString().split('\n').filter(Boolean))
-      lines.push(JSON.parse(l) as Record<string, unknown>);
-    cb();
-  },
-});
+const { lines, sink } = logLines();
 let admin: { socketPath: string; close: () => Promise<void> };
 let readOnly: { socketPath: string; close: () => Promise<void> };
 
