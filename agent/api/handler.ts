@@ -14,7 +14,7 @@ import { ApiMetrics, registerContainerMetrics } from './metrics.js';
 import { registerProcessMetrics } from './process-metrics.js';
 import { MetricsRegistry } from './registry.js';
 import { createPeerCredLookup, type PeerCred, type PeerCredLookup } from './peer-cred.js';
-import { matchRoute, splitPath, type RouteDef } from './router.js';
+import { matchRoute, splitPath, type Matched, type RouteDef } from './router.js';
 import { buildRoutes } from './routes/table.js';
 import type { Actions, StatusView } from './types.js';
 
@@ -38,6 +38,18 @@ export interface ApiHandlerDeps {
 
 /** Which socket a request came in on: the admin socket, or the read-only one. */
 export type ApiTier = 'admin' | 'read-only';
+
+/** One request while it is answered: its socket, method, clock and metric. */
+interface Exchange {
+  readonly tier: ApiTier;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly method: string;
+  /** Milliseconds since the request arrived, to the microsecond. */
+  readonly ms: () => number;
+  /** Records the request's metric, once. */
+  readonly observe: (status: number) => void;
+}
 
 export interface ApiHandlers {
   /** Every route (the admin socket). */
@@ -70,18 +82,96 @@ function refuseOnReadOnly(method: string, route: RouteDef<RouteHandler> | null):
 }
 
 export function createApiHandlers(deps: ApiHandlerDeps): ApiHandlers {
-  const limits = compileLimits(deps.limits);
-  const registry = deps.metrics ?? new MetricsRegistry();
-  registerContainerMetrics(registry, deps.status);
-  const metrics = new ApiMetrics(registry);
-  registerProcessMetrics(registry);
-  const routes = buildRoutes(registry);
-  const log = deps.log.child({ room: 'api' });
-  const apiDeps = { status: deps.status, actions: deps.actions, log, version: deps.version };
-  const peerCred = deps.peerCred ?? createPeerCredLookup();
+  const api = new Api(deps);
+  return {
+    admin: (req, res) => api.serve('admin', req, res),
+    readOnly: (req, res) => api.serve('read-only', req, res),
+  };
+}
+
+/** What both handlers share: the routes, the metrics, the audit. */
+class Api {
+  private readonly limits: ApiLimits;
+  private readonly metrics: ApiMetrics;
+  private readonly routes: RouteDef<RouteHandler>[];
+  private readonly log: Logger;
+  private readonly apiDeps: RouteContext['deps'];
+  private readonly peerCred: PeerCredLookup;
+  private readonly version: string;
+
+  constructor(deps: ApiHandlerDeps) {
+    this.limits = compileLimits(deps.limits);
+    const registry = deps.metrics ?? new MetricsRegistry();
+    registerContainerMetrics(registry, deps.status);
+    this.metrics = new ApiMetrics(registry);
+    registerProcessMetrics(registry);
+    this.routes = buildRoutes(registry);
+    this.log = deps.log.child({ room: 'api' });
+    this.apiDeps = { status: deps.status, actions: deps.actions, log: this.log, version: deps.version };
+    this.peerCred = deps.peerCred ?? createPeerCredLookup();
+    this.version = deps.version;
+  }
+
+  serve(tier: ApiTier, req: IncomingMessage, res: ServerResponse): void {
+    const started = process.hrtime.bigint();
+    const seconds = (): number => Number(process.hrtime.bigint() - started) / 1e9;
+    const method = req.method ?? 'GET';
+    let template = 'unmatched';
+    let observed = false;
+    const x: Exchange = {
+      tier,
+      req,
+      res,
+      method,
+      ms: () => Math.round(seconds() * 1e6) / 1e3,
+      observe: (status) => {
+        if (observed) return;
+        observed = true;
+        this.metrics.observe(template, method, status, seconds());
+      },
+    };
+    res.setHeader('x-spcd-version', this.version);
+
+    let matched: Matched<RouteHandler> | null = null;
+    let query = new URLSearchParams();
+    let path = req.url ?? '/';
+    try {
+      if (tier === 'read-only') refuseOnReadOnly(method, null);
+      const url = new URL(req.url ?? '/', 'http://spcd.invalid');
+      path = url.pathname;
+      query = url.searchParams;
+      matched = matchRoute(this.routes, method, splitPath(url.pathname));
+      template = `${matched.route.method} ${matched.route.template}`;
+      if (tier === 'read-only') refuseOnReadOnly(method, matched.route);
+    } catch (err) {
+      const e = err instanceof SpcdError ? err : new SpcdError('BAD_REQUEST', 'malformed request target');
+      // The body of an unmatched request is not read: close so it cannot be taken for the next request.
+      sendError(
+        res,
+        e,
+        req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined,
+      );
+      x.observe(e.status);
+      if (e.code === 'READ_ONLY_SOCKET') {
+        this.auditLine({
+          tier,
+          route: matched?.route.template ?? path,
+          method,
+          target: null,
+          status: e.status,
+          code: e.code,
+          durationMs: x.ms(),
+          operationId: null,
+          peer: this.peerCred(req.socket),
+        });
+      }
+      return;
+    }
+    this.runRoute(x, matched, query);
+  }
 
   /** One audit line per mutating request, and per request the read-only socket refused. */
-  const auditLine = (fields: {
+  private auditLine(fields: {
     tier: ApiTier;
     route: string;
     method: string;
@@ -91,9 +181,9 @@ export function createApiHandlers(deps: ApiHandlerDeps): ApiHandlers {
     durationMs: number;
     operationId: string | null;
     peer: PeerCred | null;
-  }): void => {
+  }): void {
     const { peer, tier, ...rest } = fields;
-    log.info(
+    this.log.info(
       {
         audit: true,
         ...rest,
@@ -104,111 +194,61 @@ export function createApiHandlers(deps: ApiHandlerDeps): ApiHandlers {
       },
       `${fields.method} ${fields.route} -> ${fields.status}${fields.code ? ' ' + fields.code : ''}`,
     );
-  };
+  }
 
-  const serve =
-    (tier: ApiTier): ApiHandler =>
-    (req, res) => {
-      const started = process.hrtime.bigint();
-      const seconds = (): number => Number(process.hrtime.bigint() - started) / 1e9;
-      const method = req.method ?? 'GET';
-      let template = 'unmatched';
-      let observed = false;
-      const observe = (status: number): void => {
-        if (observed) return;
-        observed = true;
-        metrics.observe(template, method, status, seconds());
-      };
-      res.setHeader('x-spcd-version', deps.version);
-
-      let matched: { route: RouteDef<RouteHandler>; params: Readonly<Record<string, string>> } | null = null;
-      let query = new URLSearchParams();
-      let path = req.url ?? '/';
-      try {
-        if (tier === 'read-only') refuseOnReadOnly(method, null);
-        const url = new URL(req.url ?? '/', 'http://spcd.invalid');
-        query = url.searchParams;
-        path = url.pathname;
-        matched = matchRoute(routes, method, splitPath(url.pathname));
-        template = `${matched.route.method} ${matched.route.template}`;
-        if (tier === 'read-only') refuseOnReadOnly(method, matched.route);
-      } catch (err) {
-        const e = err instanceof SpcdError ? err : new SpcdError('BAD_REQUEST', 'malformed request target');
-        // The body of an unmatched request is not read: close so it cannot be taken for the next request.
-        sendError(
-          res,
-          e,
-          req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined,
-        );
-        observe(e.status);
-        if (e.code === 'READ_ONLY_SOCKET') {
-          auditLine({
-            tier,
-            route: matched?.route.template ?? path,
-            method,
-            target: null,
-            status: e.status,
-            code: e.code,
-            durationMs: Math.round(seconds() * 1e6) / 1e3,
-            operationId: null,
-            peer: peerCred(req.socket),
-          });
-        }
-        return;
-      }
-
-      const { route, params } = matched;
-      const audit: { target?: string; operationId?: string } = {};
-      // the kernel's word on who connected (SO_PEERCRED): asked while the connection is surely open
-      const peer = route.mutating ? peerCred(req.socket) : null;
-      const ctx: RouteContext = {
-        req,
-        res,
-        params,
-        query,
-        deps: apiDeps,
-        limits,
-        audit,
-        streamStarted: (status) => observe(status),
-      };
-
-      const done = (status: number, code: string | null): void => {
-        observe(status);
-        if (!route.mutating) return;
-        auditLine({
-          tier,
-          route: route.template,
-          method,
-          target: audit.target ?? null,
-          status,
-          code,
-          durationMs: Math.round(seconds() * 1e6) / 1e3,
-          operationId: audit.operationId ?? null,
-          peer,
-        });
-      };
-
-      route.handler(ctx).then(
-        (result: RouteResult) => {
-          if (result.kind === 'streamed') return;
-          sendResult(res, result);
-          done(result.status, null);
-        },
-        (err: unknown) => {
-          const e = toApiError(err, log, { route: route.template, method });
-          if (res.headersSent) {
-            // a stream that failed after its headers: nothing sane left to send
-            res.destroy();
-          } else {
-            // an unread or partly read body must not be parsed as the next request
-            sendError(res, e, e.code === 'BODY_TOO_LARGE' || !req.complete);
-          }
-          done(e.status, e.code);
-        },
-      );
+  /** Runs a matched route: its answer, its metric, and for a write its audit line. */
+  private runRoute(x: Exchange, matched: Matched<RouteHandler>, query: URLSearchParams): void {
+    const { req, res } = x;
+    const { route, params } = matched;
+    const audit: { target?: string; operationId?: string } = {};
+    // the kernel's word on who connected (SO_PEERCRED): asked while the connection is surely open
+    const peer = route.mutating ? this.peerCred(req.socket) : null;
+    const ctx: RouteContext = {
+      req,
+      res,
+      params,
+      query,
+      deps: this.apiDeps,
+      limits: this.limits,
+      audit,
+      streamStarted: (status) => x.observe(status),
     };
 
-  return { admin: serve('admin'), readOnly: serve('read-only') };
+    const done = (status: number, code: string | null): void => {
+      x.observe(status);
+      if (!route.mutating) return;
+      this.auditLine({
+        tier: x.tier,
+        route: route.template,
+        method: x.method,
+        target: audit.target ?? null,
+        status,
+        code,
+        durationMs: x.ms(),
+        operationId: audit.operationId ?? null,
+        peer,
+      });
+    };
+
+    route.handler(ctx).then(
+      (result: RouteResult) => {
+        if (result.kind === 'streamed') return;
+        sendResult(res, result);
+        done(result.status, null);
+      },
+      (err: unknown) => {
+        const e = toApiError(err, this.log, { route: route.template, method: x.method });
+        if (res.headersSent) {
+          // a stream that failed after its headers: nothing sane left to send
+          res.destroy();
+        } else {
+          // an unread or partly read body must not be parsed as the next request
+          sendError(res, e, e.code === 'BODY_TOO_LARGE' || !req.complete);
+        }
+        done(e.status, e.code);
+      },
+    );
+  }
 }
 
 /** Writes a route's answer that was not streamed. */
