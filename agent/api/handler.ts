@@ -54,7 +54,7 @@ interface Exchange {
 export interface ApiHandlers {
   /** Every route (the admin socket). */
   readonly admin: ApiHandler;
-  /** GET and HEAD on the routes marked readOnlySocket; anything else answers READ_ONLY_SOCKET. */
+  /** GET on the routes marked readOnlySocket; anything else answers READ_ONLY_SOCKET. */
   readonly readOnly: ApiHandler;
 }
 
@@ -63,9 +63,9 @@ export function createApiHandler(deps: ApiHandlerDeps): ApiHandler {
   return createApiHandlers(deps).admin;
 }
 
-/** The read-only socket refuses any method but GET and HEAD, and the reads kept for the admin socket. */
+/** The read-only socket refuses any method but GET, and the reads kept for the admin socket. */
 function refuseOnReadOnly(method: string, route: RouteDef<RouteHandler> | null): void {
-  if (method !== 'GET' && method !== 'HEAD') {
+  if (method !== 'GET') {
     throw new SpcdError(
       'READ_ONLY_SOCKET',
       `${method} is refused on the read-only socket: use the admin socket`,

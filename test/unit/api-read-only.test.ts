@@ -88,12 +88,13 @@ describe('the read-only socket', () => {
     expect(audit[0]).toMatchObject({ socket: 'read-only', status: 403, code: 'READ_ONLY_SOCKET', uid: 1234 });
   });
 
-  it('refuses any method but GET and HEAD, on any path, before matching a route', async () => {
-    for (const method of ['PUT', 'DELETE', 'PATCH']) {
+  it('refuses any method but GET, on any path, before matching a route', async () => {
+    for (const method of ['PUT', 'DELETE', 'PATCH', 'HEAD']) {
       for (const path of ['/v1/containers/cron', '/nowhere']) {
         const a = await raw(readOnly.socketPath, method, path);
         expect(a.status, `${method} ${path}`).toBe(403);
-        expect((JSON.parse(a.text) as { code: string }).code).toBe('READ_ONLY_SOCKET');
+        // a HEAD answer has no body
+        if (method !== 'HEAD') expect((JSON.parse(a.text) as { code: string }).code).toBe('READ_ONLY_SOCKET');
       }
     }
     // the admin socket answers the same requests as before: no such method, no such route
