@@ -7,7 +7,8 @@
  * and a real non-root caller: test/security/readonly-socket.test.ts.)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiHandlers } from '../../agent/api/handler.js';
+import { createApiHandlers, type ApiHandlers } from '../../agent/api/handler.js';
+import { listenMetricsTcp } from '../../agent/api/socket.js';
 import { buildRoutes } from '../../agent/api/routes/table.js';
 import { MetricsRegistry } from '../../agent/api/registry.js';
 import { request } from 'node:http';
@@ -36,12 +37,13 @@ function raw(socketPath: string, method: string, path: string): Promise<{ status
 const status = new FakeStatus();
 const actions = new FakeActions(status);
 const { lines, sink } = logLines();
+let handlers: ApiHandlers;
 let admin: { socketPath: string; close: () => Promise<void> };
 let readOnly: { socketPath: string; close: () => Promise<void> };
 
 beforeAll(async () => {
   const log = pino({ level: 'info' }, sink);
-  const handlers = createApiHandlers({
+  handlers = createApiHandlers({
     status,
     actions,
     log,
@@ -100,5 +102,17 @@ describe('the read-only socket', () => {
     // the admin socket answers the same requests as before: no such method, no such route
     expect((await raw(admin.socketPath, 'PUT', '/v1/containers/cron')).status).toBe(405);
     expect((await raw(admin.socketPath, 'PUT', '/nowhere')).status).toBe(404);
+  });
+
+  it('serves /metrics on the TCP listener through the same read-only handler', async () => {
+    const tcp = await listenMetricsTcp(handlers.readOnly, { host: '127.0.0.1', port: 0 });
+    try {
+      const get = await fetch(`http://127.0.0.1:${tcp.port}/metrics`);
+      expect(get.status).toBe(200);
+      expect(await get.text()).toContain('spcd_container_state');
+      expect((await fetch(`http://127.0.0.1:${tcp.port}/metrics`, { method: 'POST' })).status).toBe(405);
+    } finally {
+      await tcp.close();
+    }
   });
 });
