@@ -68,6 +68,7 @@ const OWNED = {
   nunjucks: 'render',
   '@kubernetes/client-node': 'kube',
   etcd3: 'etcd',
+  koffi: 'api',
 };
 
 const IO = [

@@ -119,6 +119,10 @@ export const ERRORS = {
   UNPROCESSABLE: { status: 422, summary: 'The request is well formed but its values are invalid.' },
   METHOD_NOT_ALLOWED: { status: 405, summary: 'The route does not take this method.' },
   SOCKET_IN_USE: { status: 500, summary: 'Another spcd already listens on the API socket.' },
+  READ_ONLY_SOCKET: {
+    status: 403,
+    summary: 'The read-only socket serves only reads: writes and container logs need the admin socket.',
+  },
 
   // kube / fleet
   KUBE_UNAVAILABLE: { status: 503, summary: 'The Kubernetes API server does not answer.' },

@@ -1,51 +1,59 @@
 /**
- * Best-effort lookup of the uid of the process at the other end of a unix
- * socket connection. Node exposes no SO_PEERCRED, so this reads our socket's
- * inode from /proc/self/fd, asks `ss -xpn` (sock_diag) for the peer inode and
- * the process holding it, and reads that process's real uid from /proc.
- * Returns null whenever any step fails (no ss, not Linux, the client already
- * exited, a TCP connection): callers log null rather than guess.
+ * Who is at the other end of a unix socket connection: the kernel's answer
+ * to getsockopt(SO_PEERCRED), the uid, gid and pid of the process that
+ * connected, as they were at connect(). The client cannot choose them (only
+ * root may pass other credentials), unlike anything read from /proc or `ss`
+ * afterwards (decision 0041).
+ *
+ * Node has no getsockopt: koffi (a maintained FFI with prebuilt binaries in
+ * its package) calls libc's. Where libc cannot be loaded (not Linux, not
+ * glibc), the lookup answers null, and callers log null rather than guess.
  */
-import { execFile } from 'node:child_process';
-import { readFile, readlink } from 'node:fs/promises';
+import koffi from 'koffi';
 import type { Socket } from 'node:net';
 
-export type PeerUidLookup = (socket: Socket) => Promise<number | null>;
+export interface PeerCred {
+  readonly uid: number;
+  readonly gid: number;
+  readonly pid: number;
+}
 
-const ROW = /^\S+\s+\S+\s+\d+\s+\d+\s+(\S+)\s+(\d+)\s+(\S+)\s+(\d+)(?:\s+users:\(\((.*)\)\))?/;
+export type PeerCredLookup = (socket: Socket) => PeerCred | null;
 
-export const lookupPeerUid: PeerUidLookup = async (socket) => {
+const SOL_SOCKET = 1;
+const SO_PEERCRED = 17;
+/** struct ucred { pid_t pid; uid_t uid; gid_t gid; } on Linux. */
+const UCRED_BYTES = 12;
+
+type GetSockOpt = (fd: number, level: number, name: number, value: Buffer, length: number[]) => number;
+
+/** libc's getsockopt, or null where it cannot be loaded. */
+function loadGetSockOpt(): GetSockOpt | null {
+  if (process.platform !== 'linux') return null;
   try {
-    const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
-    if (typeof fd !== 'number' || fd < 0) return null;
-    const link = await readlink(`/proc/self/fd/${fd}`);
-    const m = /^socket:\[(\d+)\]$/.exec(link);
-    if (!m) return null;
-    const ours = m[1];
-    const table = await runSs();
-    const rows = table.split('\n').map((l) => ROW.exec(l.trim()));
-    const mine = rows.find((r) => r?.[2] === ours);
-    const peerInode = mine?.[4];
-    if (!peerInode || peerInode === '0') return null;
-    const peer = rows.find((r) => r?.[2] === peerInode);
-    const pid = peer?.[5] ? /pid=(\d+)/.exec(peer[5])?.[1] : undefined;
-    if (!pid) return null;
-    const status = await readFile(`/proc/${pid}/status`, 'utf8');
-    const uid = /^Uid:\s+(\d+)/m.exec(status)?.[1];
-    return uid === undefined ? null : Number(uid);
+    const libc = koffi.load('libc.so.6');
+    return libc.func(
+      'int getsockopt(int fd, int level, int name, _Out_ uint8_t *value, _Inout_ uint32_t *length)',
+    ) as GetSockOpt;
   } catch {
     return null;
   }
-};
+}
 
-function runSs(): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile('ss', ['-xpnH'], { timeout: 2_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout) => {
-      if (err) reject(err);
-      else resolve(stdout);
-    });
-  });
+/** A lookup that asks the kernel; each handler makes its own (libc is loaded once per lookup). */
+export function createPeerCredLookup(): PeerCredLookup {
+  let getsockopt: GetSockOpt | null | undefined;
+  const value = Buffer.alloc(UCRED_BYTES);
+  return (socket) => {
+    getsockopt ??= loadGetSockOpt();
+    const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    if (getsockopt === null || typeof fd !== 'number' || fd < 0) return null;
+    const length = [UCRED_BYTES];
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, value, length) !== 0 || length[0] !== UCRED_BYTES)
+      return null;
+    return { pid: value.readInt32LE(0), uid: value.readUInt32LE(4), gid: value.readUInt32LE(8) };
+  };
 }
 
 /** For tests and non-Linux: never knows. */
-export const noPeerUid: PeerUidLookup = () => Promise.resolve(null);
+export const noPeerCred: PeerCredLookup = () => null;

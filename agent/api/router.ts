@@ -10,6 +10,8 @@ export interface RouteDef<H> {
   readonly template: string;
   /** True for routes that change something: they are audited. */
   readonly mutating: boolean;
+  /** Served on the read-only socket too; false answers READ_ONLY_SOCKET there (writes, container logs). */
+  readonly readOnlySocket: boolean;
   readonly match: (segments: readonly string[]) => Params | null;
   readonly handler: H;
   /** What the route takes and answers: the OpenAPI document is assembled from these. */

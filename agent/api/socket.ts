@@ -1,11 +1,13 @@
 /**
- * Listening: the unix socket (the only way to drive spcd) and, when asked,
- * a read-only TCP listener for GET /metrics.
+ * Listening: the unix sockets (the admin one, the only way to drive spcd, and
+ * the read-only one, both made here the same way) and, when asked, a
+ * read-only TCP listener for GET /metrics.
  *
- * Node has no SO_PEERCRED, so file permissions are the gate: the socket is
- * bound under a temporary name with umask 0177 (mode 0600, unreachable by
- * anyone but us), then chowned to (our uid, admin group) and chmodded 0660,
- * and only then hard-linked to the final path (link() fails if the path
+ * File permissions are the gate (SO_PEERCRED only names the caller in the
+ * audit line, peer-cred.ts): each socket is bound under a temporary name
+ * with umask 0177 (mode 0600, unreachable by anyone but us), then chowned to
+ * (our uid, its group: admin or read-only) and chmodded 0660, and only then
+ * hard-linked to the final path (link() fails if the path
  * exists, so two daemons cannot silently replace each other's socket).
  */
 import { randomBytes } from 'node:crypto';
@@ -22,7 +24,7 @@ import { compileLimits, type ApiLimits } from './limits.js';
 
 export interface ListenUnixOptions {
   readonly socketPath: string;
-  /** Admin group (name or gid) that may use the socket; default: our own gid. */
+  /** Group (name or gid) that may use the socket (the admin or the read-only group); default: our own gid. */
   readonly group?: string | number;
   /** Socket file mode; default 0o660. */
   readonly mode?: number;

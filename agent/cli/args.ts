@@ -6,6 +6,8 @@ type Options = NonNullable<ParseArgsConfig['options']>;
 
 export const GLOBAL: Options = {
   socket: { type: 'string' },
+  'readonly-socket': { type: 'string' },
+  'read-only': { type: 'boolean' },
   json: { type: 'boolean' },
   output: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },
@@ -149,12 +151,14 @@ export const COMMANDS: Record<string, CommandDef> = {
 
 export function usageText(): string {
   return (
-    'usage: spcctl [--socket PATH] [-o|--output json|yaml|wide] COMMAND [ARGS]\n\ncommands:\n' +
+    'usage: spcctl [--socket PATH] [--read-only] [-o|--output json|yaml|wide] COMMAND [ARGS]\n\ncommands:\n' +
     Object.values(COMMANDS)
       .filter((c) => !c.hidden)
       .map((c) => `  ${c.usage}`)
       .join('\n') +
     '\n\nsocket: --socket PATH, else $SPCD_SOCKET, else /run/spcd/spcd.sock\n' +
+    'read-only socket: --readonly-socket PATH, else $SPCD_READONLY_SOCKET, else the socket\'s directory + "-ro";\n' +
+    '  reads go there when the socket refuses spcctl (EACCES), every request with --read-only\n' +
     'exit codes: 0 ok, 1 operation failed, 2 usage, 3 cannot reach spcd, 4 not found, 5 conflict\n'
   );
 }
@@ -173,7 +177,7 @@ export function parse(argv: readonly string[]): Parsed | 'help' {
   let at = -1;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
-    if (a === '--socket' || a === '--output' || a === '-o') {
+    if (a === '--socket' || a === '--readonly-socket' || a === '--output' || a === '-o') {
       i++;
       continue;
     }

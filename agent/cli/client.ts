@@ -25,10 +25,24 @@ class ResetBeforeAnswer extends CliError {
   }
 }
 
+/** The socket refused to let spcctl connect (EACCES/EPERM): a GET may try the read-only socket. */
+class PermissionDenied extends CliError {
+  constructor(message: string) {
+    super(message, EXIT.UNREACHABLE);
+  }
+}
+
+/** The read-only socket: where reads go when the admin socket refuses us, or every request when `only`. */
+export interface ReadOnlySocket {
+  readonly path?: string;
+  readonly only?: boolean;
+}
+
 export class ApiClient {
   constructor(
     readonly socketPath: string,
     private readonly timeoutMs = 30_000,
+    readonly readOnly: ReadOnlySocket = {},
   ) {}
 
   /**
@@ -41,7 +55,7 @@ export class ApiClient {
     let res: IncomingMessage;
     for (let attempt = 0; ; attempt++) {
       try {
-        res = await this.open(method, path, payload, this.timeoutMs);
+        res = await this.openEither(method, path, payload, this.timeoutMs);
         break;
       } catch (err) {
         if (!(err instanceof ResetBeforeAnswer) || method !== 'GET' || attempt >= RESET_RETRIES) throw err;
@@ -61,7 +75,7 @@ export class ApiClient {
 
   /** A streamed GET: calls onText for each chunk until the daemon ends it. */
   async stream(path: string, onText: (text: string) => void): Promise<OpenStream> {
-    const res = await this.open('GET', path, undefined, 0);
+    const res = await this.openEither('GET', path, undefined, 0);
     const status = res.statusCode ?? 0;
     if (status < 200 || status >= 300) throw this.answerError(status, await readAll(res));
     res.setEncoding('utf8');
@@ -74,7 +88,37 @@ export class ApiClient {
     return { done, close: () => res.destroy() };
   }
 
+  /**
+   * The admin socket, or the read-only one: always with `only`, and for a GET the admin socket
+   * refused (spcctl run by a member of the read-only group only).
+   */
+  private async openEither(
+    method: string,
+    path: string,
+    payload: string | undefined,
+    timeoutMs: number,
+  ): Promise<IncomingMessage> {
+    const ro = this.readOnly.path;
+    if (this.readOnly.only && ro) return this.open(ro, method, path, payload, timeoutMs);
+    try {
+      return await this.open(this.socketPath, method, path, payload, timeoutMs);
+    } catch (err) {
+      if (!(err instanceof PermissionDenied) || method !== 'GET' || !ro) throw err;
+      try {
+        return await this.open(ro, method, path, payload, timeoutMs);
+      } catch (second) {
+        // no read-only socket we may connect to either: the admin socket's refusal is the answer
+        const notConnected =
+          second instanceof CliError &&
+          !(second instanceof ResetBeforeAnswer) &&
+          second.exitCode === EXIT.UNREACHABLE;
+        throw notConnected ? err : second;
+      }
+    }
+  }
+
   private open(
+    socketPath: string,
     method: string,
     path: string,
     payload: string | undefined,
@@ -83,7 +127,7 @@ export class ApiClient {
     return new Promise((resolve, reject) => {
       const req = request(
         {
-          socketPath: this.socketPath,
+          socketPath,
           method,
           path,
           headers:
@@ -104,28 +148,10 @@ export class ApiClient {
         if (err instanceof CliError) reject(err);
         else if (err.code === 'ECONNRESET' || err.code === 'EPIPE') {
           reject(new ResetBeforeAnswer(`spcd closed the connection before answering ${method} ${path}`));
-        } else reject(this.connectError(err));
+        } else reject(connectError(socketPath, err));
       });
       req.end(payload);
     });
-  }
-
-  private connectError(err: NodeJS.ErrnoException): CliError {
-    const p = this.socketPath;
-    switch (err.code) {
-      case 'ENOENT':
-        return new CliError(`spcd is not running or listens elsewhere: ${p}`, EXIT.UNREACHABLE);
-      case 'EACCES':
-      case 'EPERM':
-        return new CliError(
-          `permission denied on ${p}: run as root or a member of the spcd admin group`,
-          EXIT.UNREACHABLE,
-        );
-      case 'ECONNREFUSED':
-        return new CliError(`spcd is not running (nothing listens on ${p})`, EXIT.UNREACHABLE);
-      default:
-        return new CliError(`cannot reach spcd at ${p}: ${err.code ?? err.message}`, EXIT.UNREACHABLE);
-    }
   }
 
   private answerError(status: number, text: string): CliError {
@@ -136,6 +162,22 @@ export class ApiClient {
       // not our error shape
     }
     return new CliError(`spcd answered HTTP ${status}`, exitForStatus(status));
+  }
+}
+
+function connectError(p: string, err: NodeJS.ErrnoException): CliError {
+  switch (err.code) {
+    case 'ENOENT':
+      return new CliError(`spcd is not running or listens elsewhere: ${p}`, EXIT.UNREACHABLE);
+    case 'EACCES':
+    case 'EPERM':
+      return new PermissionDenied(
+        `permission denied on ${p}: run as root or a member of the spcd admin group (for reads: the read-only group)`,
+      );
+    case 'ECONNREFUSED':
+      return new CliError(`spcd is not running (nothing listens on ${p})`, EXIT.UNREACHABLE);
+    default:
+      return new CliError(`cannot reach spcd at ${p}: ${err.code ?? err.message}`, EXIT.UNREACHABLE);
   }
 }
 

@@ -56,7 +56,7 @@ export function completionModel(): CompletionModel {
     commands: visible.map(([n]) => n),
     globalFlags: flagsOf(GLOBAL),
     valueFlags: [...valueSet],
-    fileFlags: ['--socket', '--overrides', '--checks'],
+    fileFlags: ['--socket', '--readonly-socket', '--overrides', '--checks'],
     perCommand: visible.map(([name, d]) => ({
       name,
       flags: [...flagsOf(d.options), ...flagsOf(GLOBAL)],
@@ -214,7 +214,7 @@ export async function completion(ctx: CommandContext): Promise<ExitCode> {
 export async function complete(ctx: CommandContext): Promise<ExitCode> {
   if (ctx.args.positionals[0] !== 'containers') return EXIT.OK;
   try {
-    const client = new ApiClient(ctx.client().socketPath, COMPLETE_TIMEOUT_MS);
+    const client = new ApiClient(ctx.client().socketPath, COMPLETE_TIMEOUT_MS, ctx.client().readOnly);
     const { body } = await client.call<{ sets: SetStatus[] }>('GET', '/v1/sets');
     const names = allContainers(body.sets).map((c) => c.name);
     ctx.io.stdout.write(names.map((n) => n + '\n').join(''));

@@ -5,7 +5,7 @@ export const EXIT = {
   FAILED: 1,
   /** Bad command line, or the daemon refused the request as malformed (400, 405, 413, 422). */
   USAGE: 2,
-  /** The daemon cannot be reached: no socket, permission denied, nobody listening. */
+  /** The daemon cannot be reached: no socket, permission denied (or 403 on the read-only socket), nobody listening. */
   UNREACHABLE: 3,
   /** No such container, set, generation or route (404). */
   NOT_FOUND: 4,
@@ -28,6 +28,7 @@ export class CliError extends Error {
 export function exitForStatus(status: number): ExitCode {
   if (status === 404) return EXIT.NOT_FOUND;
   if (status === 409) return EXIT.CONFLICT;
+  if (status === 403) return EXIT.UNREACHABLE;
   if (status === 400 || status === 405 || status === 413 || status === 422) return EXIT.USAGE;
   return EXIT.FAILED;
 }

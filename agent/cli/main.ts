@@ -5,6 +5,7 @@ import { ApiClient, DEFAULT_SOCKET } from './client.js';
 import { COMMAND_TABLE, type CommandContext } from './commands.js';
 import { CliError, EXIT } from './exit.js';
 import { escapeControl } from '../model/text.js';
+import { defaultReadOnlySocket } from '../model/sockets.js';
 
 export { EXIT } from './exit.js';
 
@@ -26,12 +27,20 @@ export async function runCli(argv: string[], io: CliStreams): Promise<number> {
     }
     const socketOpt = parsed.values.socket;
     const socketPath = typeof socketOpt === 'string' ? socketOpt : io.env.SPCD_SOCKET || DEFAULT_SOCKET;
+    const readOnlyOpt = parsed.values['readonly-socket'];
+    const readOnly = {
+      path:
+        typeof readOnlyOpt === 'string'
+          ? readOnlyOpt
+          : io.env.SPCD_READONLY_SOCKET || defaultReadOnlySocket(socketPath),
+      only: parsed.values['read-only'] === true,
+    };
     let client: ApiClient | null = null;
     const ctx: CommandContext = {
       args: parsed,
       io: { stdout: out, stderr: err },
       json: parsed.output === 'json',
-      client: () => (client ??= new ApiClient(socketPath)),
+      client: () => (client ??= new ApiClient(socketPath, undefined, readOnly)),
     };
     const command = COMMAND_TABLE[parsed.command];
     if (!command) throw new CliError(`unknown command: ${parsed.command}`, EXIT.USAGE);

@@ -3,6 +3,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { SpcdError } from '../errors.js';
 import { formatMs, MAX_DURATION_MS, parseDuration } from '../model/units.js';
+import { defaultReadOnlySocket } from '../model/sockets.js';
 import { ETCD_FLAGS, parseEtcdSettings, type EtcdSettings } from '../etcd/settings.js';
 
 /** The daemon's settings, compiled once from flags and environment (flags win). */
@@ -22,6 +23,10 @@ export interface Settings {
   /** The node's image policy file (docs/security.md#image-policy); undefined: every image allowed. */
   readonly imagePolicyFile: string | undefined;
   readonly adminGroup: string | undefined;
+  /** The read-only API socket, or undefined when turned off (`--readonly-socket off`). */
+  readonly readOnlySocketPath: string | undefined;
+  /** Group that may use the read-only socket; undefined: our own group (root only). */
+  readonly readOnlyGroup: string | undefined;
   readonly metricsListen: string | undefined;
   readonly relistMs: number;
   readonly gateDeadlineMs: number;
@@ -68,6 +73,14 @@ export const FLAGS: Record<string, FlagDef> = {
     help: 'YAML file of the registries/repositories (and digests) this node runs (optional; none: any image)',
   },
   'admin-group': { env: 'SPCD_ADMIN_GROUP', help: 'group that may use the API socket (optional)' },
+  'readonly-socket': {
+    env: 'SPCD_READONLY_SOCKET',
+    help: "read-only API socket, or 'off' (default: the socket's directory + '-ro', same file name)",
+  },
+  'readonly-group': {
+    env: 'SPCD_READONLY_GROUP',
+    help: "group that may use the read-only socket (default: spcd's own group, so root only)",
+  },
   'metrics-listen': {
     env: 'SPCD_METRICS_LISTEN',
     help: 'HOST:PORT for a read-only /metrics TCP listener (off by default)',
@@ -124,6 +137,22 @@ export function usage(): string {
     `  --${'version'.padEnd(24)} print spcd's version and exit`,
   );
   return lines.join('\n');
+}
+
+/** The read-only socket's path: off, the default beside the admin socket's directory, or an absolute path of its own. */
+function readOnlySocket(value: string | undefined, socketPath: string): string | undefined {
+  if (value === 'off') return undefined;
+  const path = value === undefined || value === '' ? defaultReadOnlySocket(socketPath) : value;
+  if (!isAbsolute(path) || resolve(path) === socketPath) {
+    throw new SpcdError(
+      'SETTINGS_INVALID',
+      "--readonly-socket must be an absolute path other than --socket, or 'off'",
+      {
+        flag: 'readonly-socket',
+      },
+    );
+  }
+  return resolve(path);
 }
 
 /** Where the repository's shipped folders are, for defaults that point into it. */
@@ -203,6 +232,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
   const socketPath = path('socket', true) as string;
   if (!isAbsolute(socketPath))
     throw new SpcdError('SETTINGS_INVALID', '--socket must be a path', { flag: 'socket' });
+  const readOnlySocketPath = readOnlySocket(get('readonly-socket'), socketPath);
   const level = get('log-level') ?? 'info';
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(level)) {
     throw new SpcdError('SETTINGS_INVALID', `--log-level: '${level}' is not a pino level`, {
@@ -267,6 +297,8 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     registryAuthFile: path('registry-auth', false),
     imagePolicyFile: path('image-policy', false),
     adminGroup: get('admin-group'),
+    readOnlySocketPath,
+    readOnlyGroup: get('readonly-group'),
     metricsListen: metrics,
     relistMs: duration('relist-interval'),
     gateDeadlineMs: duration('gate-deadline'),

@@ -162,7 +162,7 @@ describe('the socket file', () => {
     });
     expect(r).toEqual({
       code: 3,
-      err: `spcctl: permission denied on ${sockPath}: run as root or a member of the spcd admin group\n`,
+      err: `spcctl: permission denied on ${sockPath}: run as root or a member of the spcd admin group (for reads: the read-only group)\n`,
     });
   });
 

@@ -1,5 +1,4 @@
 import { connect } from 'node:net';
-import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonDepth, parseJsonObject } from '../../agent/api/body.js';
@@ -8,15 +7,9 @@ import { compileLimits } from '../../agent/api/limits.js';
 import { isSpcdError } from '../../agent/errors.js';
 import { FakeActions, FakeStatus } from '../support/api-fakes.js';
 import { call, serveOnTempSocket } from '../support/api-http.js';
+import { logLines } from '../support/log-lines.js';
 
-const lines: Record<string, unknown>[] = [];
-const sink = new Writable({
-  write(chunk: Buffer, _enc, cb) {
-    for (const l of chunk.toString().split('\n').filter(Boolean))
-      lines.push(JSON.parse(l) as Record<string, unknown>);
-    cb();
-  },
-});
+const { lines, sink } = logLines();
 const status = new FakeStatus();
 const actions = new FakeActions(status);
 let sock: string;
@@ -29,7 +22,7 @@ beforeAll(async () => {
     log: pino({ level: 'info' }, sink),
     version: 'x',
     limits: { bodyBytes: 1024, jsonDepth: 4 },
-    peerUid: async () => 4242,
+    peerCred: () => ({ uid: 4242, gid: 4242, pid: 1 }),
   });
   const s = await serveOnTempSocket(handler, { bodyBytes: 1024, jsonDepth: 4 });
   sock = s.socketPath;
@@ -133,7 +126,10 @@ describe('audit', () => {
       status: 202,
       code: null,
       operationId: (ok.json() as { operationId: string }).operationId,
+      socket: 'admin',
       uid: 4242,
+      gid: 4242,
+      pid: 1,
     });
     expect(typeof audit[0]?.durationMs).toBe('number');
     expect(audit[1]).toMatchObject({ target: 'ghost', status: 404, code: 'NOT_FOUND', operationId: null });

@@ -31,7 +31,7 @@ beforeAll(async () => {
     actions,
     log: silentLogger(),
     version: '9.9.9-test',
-    peerUid: async () => 0,
+    peerCred: () => ({ uid: 0, gid: 0, pid: 1 }),
   });
   const s = await serveOnTempSocket(handler);
   sock = s.socketPath;
@@ -90,7 +90,7 @@ describe('the document', () => {
     expect(schemas.Error?.properties.code.enum).toEqual(Object.keys(ERRORS));
     for (const route of table) {
       const responses = doc.paths[route.template]?.[route.method.toLowerCase()]?.responses ?? {};
-      for (const code of routeErrors(route.doc)) {
+      for (const code of routeErrors(route.doc, route.readOnlySocket)) {
         const r = responses[String(ERRORS[code].status)] as
           | {
               content: {
@@ -208,7 +208,13 @@ describe('answers follow the document (the recording client checks each one)', (
     const fails = new FakeActions(status);
     fails.failWith = new SpcdError('STATE_LOCKED', 'not an answer of this route');
     const srv = await serveOnTempSocket(
-      createApiHandler({ status, actions: fails, log: silentLogger(), version: 'x', peerUid: async () => 0 }),
+      createApiHandler({
+        status,
+        actions: fails,
+        log: silentLogger(),
+        version: 'x',
+        peerCred: () => ({ uid: 0, gid: 0, pid: 1 }),
+      }),
     );
     try {
       await expect(call(srv.socketPath, 'POST', '/v1/reload', {})).rejects.toThrow(

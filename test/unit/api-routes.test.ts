@@ -21,7 +21,7 @@ beforeAll(async () => {
     actions,
     log: silentLogger(),
     version: '0.1.0-test',
-    peerUid: async () => 0,
+    peerCred: () => ({ uid: 0, gid: 0, pid: 1 }),
     metrics: registry,
   });
   const s = await serveOnTempSocket(handler);

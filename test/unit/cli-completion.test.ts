@@ -78,6 +78,8 @@ describe('spcctl completion bash (run by a real bash)', () => {
         '--image',
         '--json',
         '--output',
+        '--read-only',
+        '--readonly-socket',
         '--socket',
         '--timeout',
         '--wait',
@@ -131,7 +133,7 @@ describe('__complete containers (the scripts’ helper)', () => {
         actions: new FakeActions(status),
         log: silentLogger(),
         version: '0.1.0-test',
-        peerUid: async () => null,
+        peerCred: () => null,
       }),
     );
     sock = s.socketPath;
@@ -168,7 +170,9 @@ describe('spcctl completion zsh', () => {
     expect(z.code).toBe(0);
     expect(z.out).toBe(zshScript());
     expect(z.out.startsWith('#compdef spcctl\n')).toBe(true);
-    expect(z.out).toContain('    generations) flags=(--diff --socket --json --output -o --help -h)');
+    expect(z.out).toContain(
+      '    generations) flags=(--diff --socket --readonly-socket --read-only --json --output -o --help -h)',
+    );
     expect(await runSpcctl(['completion', 'fish'], {})).toMatchObject({
       code: 2,
       err: 'spcctl: completion: unknown shell "fish" (expected bash or zsh)\n',

@@ -52,7 +52,7 @@ beforeAll(async () => {
       actions: new FakeActions(status),
       log: silentLogger(),
       version: '0.1.0-test',
-      peerUid: async () => null,
+      peerCred: () => null,
     }),
   );
   sock = s.socketPath;
@@ -149,7 +149,7 @@ describe('--output / -o', () => {
         actions: new FakeActions(own),
         log: silentLogger(),
         version: '0.1.0-test',
-        peerUid: async () => null,
+        peerCred: () => null,
       }),
     );
     const follow = (form: string) => {

@@ -37,7 +37,7 @@ beforeAll(async () => {
       actions,
       log: silentLogger(),
       version: '0.1.0-test',
-      peerUid: async () => null,
+      peerCred: () => null,
     }),
   );
   sock = s.socketPath;

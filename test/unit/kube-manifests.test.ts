@@ -79,6 +79,7 @@ describe('deploy/kubernetes manifests', () => {
     expect(Object.values(hostPaths).sort()).toEqual([
       '/etc/spcd',
       '/run/spcd',
+      '/run/spcd-ro',
       '/var/lib/spcd',
       '/var/run/docker.sock',
     ]);

@@ -25,6 +25,20 @@ describe('daemon settings', () => {
     expect(s.kube).toBeUndefined();
   });
 
+  it("puts the read-only socket beside the admin socket's directory, or where asked, or nowhere", () => {
+    const d = parse([]);
+    expect(d.readOnlySocketPath).toBe('/run/spcd-ro/spcd.sock');
+    expect(d.readOnlyGroup).toBeUndefined();
+    expect(parse(['--socket', '/tmp/x/api.sock']).readOnlySocketPath).toBe('/tmp/x-ro/api.sock');
+    const s = parse(['--readonly-socket', '/run/mon/spcd.sock'], { SPCD_READONLY_GROUP: 'monitoring' });
+    expect(s.readOnlySocketPath).toBe('/run/mon/spcd.sock');
+    expect(s.readOnlyGroup).toBe('monitoring');
+    expect(parse(['--readonly-socket', 'off']).readOnlySocketPath).toBeUndefined();
+    for (const bad of ['relative.sock', '/run/spcd/spcd.sock']) {
+      expect(() => parse(['--readonly-socket', bad])).toThrow(/--readonly-socket must be an absolute path/);
+    }
+  });
+
   it.each([
     [['--relist-interval', 'soon'], /--relist-interval: 'soon' is not a duration/],
     [['--gate-deadline', '600h'], /--gate-deadline: '600h' is longer than the 24h maximum/],

@@ -102,7 +102,7 @@ describe('systemd/spcd.service', () => {
     for (const f of Object.keys(flags))
       expect(settings, `--${f} is a daemon flag`).toContain(`'${f}'`.replace(/^'([a-z]+)'$/, '$1:'));
     expect(one('StateDirectory')).toBe('spcd');
-    expect(one('RuntimeDirectory')).toBe('spcd');
+    expect(one('RuntimeDirectory')).toBe('spcd spcd-ro'); // the admin and the read-only socket's
     expect(one('ConfigurationDirectory')).toBe('spcd');
   });
 

@@ -42,6 +42,7 @@ export interface DocumentedRoute {
   readonly method: 'GET' | 'POST';
   readonly template: string;
   readonly mutating: boolean;
+  readonly readOnlySocket: boolean;
   readonly doc: RouteDoc;
 }
 
@@ -55,9 +56,14 @@ export const WITH_BODY: readonly ErrorCode[] = ['BODY_TOO_LARGE', 'UNPROCESSABLE
  */
 export const CONNECTION_STATUSES: readonly number[] = [408, 431];
 
-/** The error codes a route may answer, in catalogue order. */
-export function routeErrors(doc: RouteDoc): ErrorCode[] {
-  const codes = new Set<ErrorCode>([...ALWAYS, ...doc.errors, ...(doc.body ? WITH_BODY : [])]);
+/** The error codes a route may answer, in catalogue order (a route the read-only socket refuses: READ_ONLY_SOCKET there). */
+export function routeErrors(doc: RouteDoc, readOnlySocket = true): ErrorCode[] {
+  const codes = new Set<ErrorCode>([
+    ...ALWAYS,
+    ...doc.errors,
+    ...(doc.body ? WITH_BODY : []),
+    ...(readOnlySocket ? [] : (['READ_ONLY_SOCKET'] as const)),
+  ]);
   return (Object.keys(ERRORS) as ErrorCode[]).filter((c) => codes.has(c));
 }
 
@@ -106,7 +112,7 @@ function operation(route: DocumentedRoute): Record<string, unknown> {
     };
   }
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of routeErrors(doc)) {
+  for (const code of routeErrors(doc, route.readOnlySocket)) {
     const s = ERRORS[code].status;
     byStatus.set(s, [...(byStatus.get(s) ?? []), code]);
   }
@@ -136,6 +142,7 @@ function operation(route: DocumentedRoute): Record<string, unknown> {
       : {}),
     responses,
     ...(route.mutating ? { 'x-spcd-audited': true } : {}),
+    ...(route.readOnlySocket ? {} : { 'x-spcd-admin-socket-only': true }),
   };
 }
 

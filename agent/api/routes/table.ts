@@ -18,13 +18,20 @@ const get = (template: string, route: Route, match = pattern(template)): Def => 
   method: 'GET',
   template,
   mutating: false,
+  readOnlySocket: true,
   match,
   ...route,
+});
+/** A read the read-only socket refuses: container logs may carry what services print (tokens, URLs with passwords). */
+const adminGet = (template: string, route: Route): Def => ({
+  ...get(template, route),
+  readOnlySocket: false,
 });
 const post = (template: string, route: Route, match = pattern(template)): Def => ({
   method: 'POST',
   template,
   mutating: true,
+  readOnlySocket: false,
   match,
   ...route,
 });
@@ -39,7 +46,7 @@ export function buildRoutes(metrics: MetricsRegistry): Def[] {
     get('/v1/containers/{name}/health', r.health),
     get('/v1/containers/{name}/generations', r.generations),
     get('/v1/containers/{name}/generations/diff', r.generationDiff),
-    get('/v1/containers/{name}/logs', s.logs),
+    adminGet('/v1/containers/{name}/logs', s.logs),
     post('/v1/containers/{name}/restart', w.containerAction('restart')),
     post('/v1/containers/{name}/stop', w.containerAction('stop')),
     post('/v1/containers/{name}/start', w.containerAction('start')),
