@@ -7,7 +7,7 @@
  */
 import { conditionFor, reportFromSets } from '../kube/node-reporter.js';
 import { RolloutRunner } from '../rollout/runner.js';
-import { connectEtcd } from '../etcd/client.js';
+import { connectEtcd, trustedEtcdFiles } from '../etcd/client.js';
 import { EtcdRolloutBackend } from '../etcd/rollout-backend.js';
 import type { EtcdSettings } from '../etcd/settings.js';
 import type { DaemonParts } from './daemon.js';
@@ -23,12 +23,14 @@ export async function startEtcdIntegration(
 ): Promise<{ stop(): Promise<void> }> {
   const { status, reconciler, clock } = parts;
   const log = parts.log.child({ room: 'etcd' });
-  const client = connectEtcd({
-    endpoints: etcd.endpoints,
-    caFile: etcd.caFile,
-    certFile: etcd.certFile,
-    keyFile: etcd.keyFile,
-  });
+  const client = connectEtcd(
+    await trustedEtcdFiles({
+      endpoints: etcd.endpoints,
+      caFile: etcd.caFile,
+      certFile: etcd.certFile,
+      keyFile: etcd.keyFile,
+    }),
+  );
   const backend = new EtcdRolloutBackend({
     client,
     prefix: etcd.prefix,

@@ -19,7 +19,7 @@ export interface ValueSources {
 }
 
 export interface LoadValueOptions {
-  /** Refuse the file unless only its owner may read or write it (mode & 0o077 === 0). */
+  /** Refuse the file unless owned by root (or spcd) and only its owner may read or write it (mode & 0o077 === 0). */
   secret?: boolean;
   /** Size cap; default 1 MiB. */
   maxBytes?: number;
@@ -118,6 +118,14 @@ export async function loadValueFile(
     const st = await fh.stat();
     if (!st.isFile()) {
       throw new SpcdError('SPEC_IO', `values file ${path} is not a regular file`, { file: path });
+    }
+    // Owner root (or spcd's own user), as the rest of the path (docs/security.md, "Trusted paths").
+    if (opts.secret && st.uid !== 0 && st.uid !== process.geteuid?.()) {
+      throw new SpcdError(
+        'SECRETS_INSECURE',
+        `secrets file ${path} is owned by uid ${st.uid}, not root; spcd will not use it (chown root)`,
+        { file: path, uid: st.uid },
+      );
     }
     if (opts.secret && (st.mode & 0o077) !== 0) {
       throw new SpcdError(
