@@ -206,16 +206,29 @@ export function mergeValues(s: ValueSources): { values: Record<string, unknown>;
 /**
  * The secret VALUES to mask: every string or number leaf of the secrets tree,
  * as text, plus the forms the shipped filters turn it into (urlencode for a
- * password in a URL, to_json's escaping) so the encoded form is masked too.
- * Booleans and null are not secrets worth masking (masking "true" everywhere
- * would hide every diff).
+ * password in a URL, to_json's and to_yaml's quoting) so the encoded form is
+ * masked too. A value with line breaks (a PEM key) is also masked line by
+ * line: diffs and messages are read a line at a time, and a file may indent
+ * or re-wrap it, so each of its lines (trimmed, however short) is a secret
+ * of its own. Booleans and null are not secrets worth masking (masking
+ * "true" everywhere would hide every diff).
  */
 export function collectSecretValues(secrets: Record<string, unknown>, out = new Set<string>()): Set<string> {
+  const forms = (text: string): void => {
+    out.add(text);
+    out.add(JSON.stringify(text).slice(1, -1));
+    const dumped = yaml.dump(text, { lineWidth: -1 }).replace(/\n$/, '');
+    if (/^["'].*["']$/s.test(dumped)) out.add(dumped.slice(1, -1));
+  };
   const add = (text: string): void => {
     if (text.length === 0) return;
-    out.add(text);
+    forms(text);
     out.add(encodeURIComponent(text));
-    out.add(JSON.stringify(text).slice(1, -1));
+    if (!/[\r\n]/.test(text)) return;
+    for (const line of text.split(/\r?\n|\r/)) {
+      const t = line.trim();
+      if (t.length > 0) forms(t);
+    }
   };
   const walk = (v: unknown): void => {
     if (typeof v === 'string') {

@@ -147,4 +147,16 @@ describe('collectSecretValues', () => {
     expect(s.has('true')).toBe(false);
     expect(s.has('')).toBe(false);
   });
+
+  it('collects each line of a multi-line value (trimmed) and its YAML-quoted form', () => {
+    const s = collectSecretValues({
+      key: '-----BEGIN PRIVATE KEY-----\r\n  MIIEvQ\nZg==\n\n-----END PRIVATE KEY-----\n',
+      t: 'a\tb',
+    });
+    for (const line of ['-----BEGIN PRIVATE KEY-----', 'MIIEvQ', 'Zg==', '-----END PRIVATE KEY-----']) {
+      expect(s.has(line)).toBe(true);
+    }
+    expect(s.has('')).toBe(false);
+    expect(s.has('a\\tb')).toBe(true); // to_yaml writes "a\tb"
+  });
 });
