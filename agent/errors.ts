@@ -118,6 +118,10 @@ export const ERRORS = {
   UNPROCESSABLE: { status: 422, summary: 'The request is well formed but its values are invalid.' },
   METHOD_NOT_ALLOWED: { status: 405, summary: 'The route does not take this method.' },
   SOCKET_IN_USE: { status: 500, summary: 'Another spcd already listens on the API socket.' },
+  STREAM_BUDGET_FULL: {
+    status: 503,
+    summary: 'The open log and event streams hold as much unread output as all of them may; no new stream is opened.',
+  },
 
   // kube / fleet
   KUBE_UNAVAILABLE: { status: 503, summary: 'The Kubernetes API server does not answer.' },

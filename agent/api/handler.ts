@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import type { RouteContext, RouteHandler, RouteResult } from './context.js';
 import { sendError, sendJson, toApiError } from './http-out.js';
 import { compileLimits, type ApiLimits } from './limits.js';
+import { StreamBudget } from './stream-budget.js';
 import { ApiMetrics, registerContainerMetrics } from './metrics.js';
 import { registerProcessMetrics } from './process-metrics.js';
 import { MetricsRegistry } from './registry.js';
@@ -36,6 +37,7 @@ export interface ApiHandlerDeps {
 
 export function createApiHandler(deps: ApiHandlerDeps): ApiHandler {
   const limits = compileLimits(deps.limits);
+  const streams = new StreamBudget(limits.streamBudgetBytes);
   const registry = deps.metrics ?? new MetricsRegistry();
   registerContainerMetrics(registry, deps.status);
   const metrics = new ApiMetrics(registry);
@@ -96,6 +98,7 @@ export function createApiHandler(deps: ApiHandlerDeps): ApiHandler {
       query,
       deps: apiDeps,
       limits,
+      streams,
       audit,
       streamStarted: (status) => observe(status),
     };

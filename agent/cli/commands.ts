@@ -10,6 +10,7 @@ import type {
   StatusDocument,
 } from '../api/types.js';
 import type { SpcdEvent } from '../model/events.js';
+import { escapeControl } from '../model/text.js';
 import type { DesiredState } from '../model/spec.js';
 import { formatProblem, validateDir } from '../spec/load.js';
 import type { SpecProblem } from '../spec/problems.js';
@@ -162,11 +163,18 @@ async function reload(ctx: CommandContext): Promise<ExitCode> {
   return operation(ctx, '/v1/reload', {});
 }
 
+/**
+ * A container's output is its own bytes: on a terminal its control
+ * characters and escape sequences are shown escaped (\x1b, \r...), lines and
+ * tabs kept, so a container cannot repaint the operator's terminal or set its
+ * title. Piped, or with --raw, the bytes go out as they came.
+ */
 async function logs(ctx: CommandContext): Promise<ExitCode> {
   const tail = intOption(ctx.args.values, 'tail', 0) ?? 100;
   const follow = ctx.args.values.follow ? '&follow=1' : '';
+  const escape = ctx.io.stdout.isTTY === true && ctx.args.values.raw !== true;
   const s = await ctx.client().stream(`/v1/containers/${enc(name(ctx))}/logs?tail=${tail}${follow}`, (t) => {
-    ctx.io.stdout.write(t);
+    ctx.io.stdout.write(escape ? escapeControl(t.replace(/\r\n/g, '\n'), { keepLines: true }) : t);
   });
   await s.done;
   return EXIT.OK;
