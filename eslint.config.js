@@ -24,7 +24,8 @@ const ROOMS = {
   // cli/ loads kube/ and etcd/ with a dynamic import() for `fleet status` only, and
   // config/ (render-check.ts) for `validate` with values only.
   cli: { may: ['model', 'spec', 'rollout', 'errors', 'log'], types: ['api', 'kube', 'etcd', 'config'] },
-  kube: { may: ['model', 'render', 'rollout', 'errors', 'log'], types: ['api'] },
+  // kube/ and etcd/ parse the fleet's desired document with spec/yaml.ts (its YAML budget).
+  kube: { may: ['model', 'spec', 'render', 'rollout', 'errors', 'log'], types: ['api'] },
   // etcd/ takes the desired document's parser from kube/ (desired-watcher.ts: no client-node at run time).
   // etcd/ and host/ check the key and credential files they read with spec/trusted-paths.ts.
   etcd: { may: ['model', 'spec', 'render', 'rollout', 'kube', 'errors', 'log'], types: [] },

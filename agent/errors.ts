@@ -120,7 +120,8 @@ export const ERRORS = {
   SOCKET_IN_USE: { status: 500, summary: 'Another spcd already listens on the API socket.' },
   STREAM_BUDGET_FULL: {
     status: 503,
-    summary: 'The open log and event streams hold as much unread output as all of them may; no new stream is opened.',
+    summary:
+      'The open log and event streams hold as much unread output as all of them may; no new stream is opened.',
   },
 
   // kube / fleet

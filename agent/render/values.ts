@@ -86,6 +86,11 @@ export function parseValues(text: string, file: string): Record<string, unknown>
     }
     throw err;
   }
+  return valuesOf(doc, file);
+}
+
+/** A parsed values document checked by the rules of a values file: a mapping, no `__proto__` key. */
+export function valuesOf(doc: unknown, file: string): Record<string, unknown> {
   if (doc === undefined || doc === null) return {};
   if (!isMapping(doc)) {
     throw new SpcdError('SPEC_INVALID', `${file}: the top level must be a mapping`, { file });
