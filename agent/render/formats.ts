@@ -113,8 +113,13 @@ export function parseBackProblem(format: FileFormat, content: string): string | 
  * js-yaml's reason names the fault, and a few reasons quote what they met (an
  * unknown tag, an alias): the quoted parts are cut.
  */
+export function yamlReason(err: InstanceType<typeof yaml.YAMLException>): string {
+  return (err.reason || 'invalid YAML').replace(/"[^"]*"|'[^']*'|<[^>]*>|![^\s,]*/g, '(…)');
+}
+
+/** The line, the column and the reason of a YAML fault, nothing of the text quoted. */
 export function yamlProblemText(err: InstanceType<typeof yaml.YAMLException>): string {
-  const reason = (err.reason || 'invalid YAML').replace(/"[^"]*"|'[^']*'|<[^>]*>|![^\s,]*/g, '(…)');
+  const reason = yamlReason(err);
   const m = err.mark;
   const at =
     typeof m?.line === 'number'

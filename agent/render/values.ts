@@ -2,6 +2,7 @@ import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import yaml from 'js-yaml';
 import { SpcdError } from '../errors.js';
+import { yamlReason } from './formats.js';
 
 /**
  * Template values: the files they come from and how they merge. In increasing
@@ -76,10 +77,10 @@ export function parseValues(text: string, file: string): Record<string, unknown>
   } catch (err) {
     if (err instanceof SpcdError) throw err;
     if (err instanceof yaml.YAMLException) {
-      // Only the reason and the line: js-yaml's message quotes the file, and
-      // this may be the secrets file.
+      // Only the reason (its quoted parts cut: an unknown tag, an alias) and the
+      // line: js-yaml's message quotes the file, and this may be the secrets file.
       const line = typeof err.mark?.line === 'number' ? err.mark.line + 1 : undefined;
-      throw new SpcdError('SPEC_YAML', `${file}${line ? `:${line}` : ''}: ${err.reason || 'invalid YAML'}`, {
+      throw new SpcdError('SPEC_YAML', `${file}${line ? `:${line}` : ''}: ${yamlReason(err)}`, {
         file,
         ...(line ? { line } : {}),
       });

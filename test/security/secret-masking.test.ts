@@ -117,4 +117,14 @@ describe('secret masking: whole values, every line, no parsed text in errors', (
     expect(reload).toContain('TEMPLATE_INVALID');
     expect(leaked(reload)).toEqual([]);
   });
+
+  it('a secrets file that is not valid YAML: the error names file and line, and quotes nothing of it', async () => {
+    // A password that YAML reads as a tag: js-yaml's reason quotes the tag ("unknown tag !<!pw-...>").
+    writeFileSync(secrets, `password: !${PASSWORD} x\n`, { mode: 0o600 });
+    const reload = await spcctl(['reload', '--wait', '-o', 'json']);
+    expect(reload).toContain(`${secrets}:1: unknown tag (…)`);
+    expect(leaked(reload)).toEqual([]);
+    const status = await spcctl(['status', '-o', 'json']);
+    expect(leaked(status)).toEqual([]);
+  });
 });

@@ -136,6 +136,20 @@ describe('mergeValues', () => {
   });
 });
 
+describe('a values file that is not YAML', () => {
+  it('is reported by file, line and reason, the quoted parts of the reason cut', async () => {
+    const p = join(dir, 'secrets.yaml');
+    for (const [text, reason] of [
+      ['pw: !hunter2tag x\n', 'unknown tag (…)'],
+      ['pw: *hunter2alias\n', 'unidentified alias (…)'],
+    ]) {
+      await writeFile(p, text!, { mode: 0o600 });
+      const err = await loadValueFile(p, { secret: true }).catch((e: unknown) => e);
+      expect((err as Error).message).toBe(`${p}:1: ${reason}`);
+    }
+  });
+});
+
 describe('collectSecretValues', () => {
   it('collects string and number leaves with their URL- and JSON-encoded forms, not booleans', () => {
     const s = collectSecretValues({ a: 'p@ss"w', b: { c: 12345, d: true, e: '' }, f: ['x'] });
