@@ -24,15 +24,17 @@ const ROOMS = {
   // cli/ loads kube/ and etcd/ with a dynamic import() for `fleet status` only, and
   // config/ (render-check.ts) for `validate` with values only.
   cli: { may: ['model', 'spec', 'rollout', 'errors', 'log'], types: ['api', 'kube', 'etcd', 'config'] },
-  kube: { may: ['model', 'render', 'rollout', 'errors', 'log'], types: ['api'] },
+  // kube/ and etcd/ parse the fleet's desired document with spec/yaml.ts (its YAML budget).
+  kube: { may: ['model', 'spec', 'render', 'rollout', 'errors', 'log'], types: ['api'] },
   // etcd/ takes the desired document's parser from kube/ (desired-watcher.ts: no client-node at run time).
-  etcd: { may: ['model', 'render', 'rollout', 'kube', 'errors', 'log'], types: [] },
+  // etcd/ and host/ check the key and credential files they read with spec/trusted-paths.ts.
+  etcd: { may: ['model', 'spec', 'render', 'rollout', 'kube', 'errors', 'log'], types: [] },
   preflight: { may: ['errors', 'log'], types: [] },
   config: {
     may: ['model', 'spec', 'render', 'state', 'errors', 'log'],
     types: ['executor', 'planner'],
   },
-  host: { may: ['model', 'errors', 'log'], types: ['executor', 'engine'] },
+  host: { may: ['model', 'spec', 'errors', 'log'], types: ['executor', 'engine'] },
   status: {
     may: ['model', 'render', 'config', 'reconciler', 'errors', 'log'],
     types: ['api', 'engine', 'health', 'planner', 'state'],

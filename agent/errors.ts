@@ -37,9 +37,13 @@ export const ERRORS = {
   UNTRUSTED_PATH: {
     status: 422,
     summary:
-      'A templates or checks directory (or a folder above it) is writable by, or owned by, someone other than root.',
+      'An input spcd reads as root (sets, overrides, globals, templates, checks, config root, a TLS file), its resolved target or a folder above either, is writable by, or owned by, someone other than root.',
   },
-  SECRETS_INSECURE: { status: 422, summary: 'The secrets file is readable by others than its owner.' },
+  SECRETS_INSECURE: {
+    status: 422,
+    summary:
+      'A secret file (secrets, registry credentials, etcd key) is owned by someone other than root or readable by others than its owner.',
+  },
   CONFIG_WRITE_FAILED: {
     status: 500,
     summary: 'Writing rendered config failed; the previous config is untouched.',
@@ -122,6 +126,11 @@ export const ERRORS = {
   READ_ONLY_SOCKET: {
     status: 403,
     summary: 'The read-only socket serves only reads: writes and container logs need the admin socket.',
+  },
+  STREAM_BUDGET_FULL: {
+    status: 503,
+    summary:
+      'The open log and event streams hold as much unread output as all of them may; no new stream is opened.',
   },
 
   // kube / fleet

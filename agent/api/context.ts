@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import type { ApiLimits } from './limits.js';
 import type { RouteDoc } from './openapi/document.js';
 import type { Params } from './router.js';
+import type { StreamBudget } from './stream-budget.js';
 import type { Actions, StatusView } from './types.js';
 
 export interface ApiDeps {
@@ -20,6 +21,8 @@ export interface RouteContext {
   readonly query: URLSearchParams;
   readonly deps: ApiDeps;
   readonly limits: ApiLimits;
+  /** What all open streams may hold together (one per handler). */
+  readonly streams: StreamBudget;
   /** Filled by mutating routes for the audit line. */
   readonly audit: { target?: string; operationId?: string };
   /** A streaming route calls this once its headers are out (metrics time to the first byte). */

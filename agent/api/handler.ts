@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import type { RouteContext, RouteHandler, RouteResult } from './context.js';
 import { sendError, sendJson, toApiError } from './http-out.js';
 import { compileLimits, type ApiLimits } from './limits.js';
+import { StreamBudget } from './stream-budget.js';
 import { ApiMetrics, registerContainerMetrics } from './metrics.js';
 import { registerProcessMetrics } from './process-metrics.js';
 import { MetricsRegistry } from './registry.js';
@@ -92,6 +93,8 @@ export function createApiHandlers(deps: ApiHandlerDeps): ApiHandlers {
 /** What both handlers share: the routes, the metrics, the audit. */
 class Api {
   private readonly limits: ApiLimits;
+  /** What every open stream of both sockets may hold together. */
+  private readonly streams: StreamBudget;
   private readonly metrics: ApiMetrics;
   private readonly routes: RouteDef<RouteHandler>[];
   private readonly log: Logger;
@@ -101,6 +104,7 @@ class Api {
 
   constructor(deps: ApiHandlerDeps) {
     this.limits = compileLimits(deps.limits);
+    this.streams = new StreamBudget(this.limits.streamBudgetBytes);
     const registry = deps.metrics ?? new MetricsRegistry();
     registerContainerMetrics(registry, deps.status);
     this.metrics = new ApiMetrics(registry);
@@ -210,6 +214,7 @@ class Api {
       query,
       deps: this.apiDeps,
       limits: this.limits,
+      streams: this.streams,
       audit,
       streamStarted: (status) => x.observe(status),
     };

@@ -19,8 +19,10 @@ export interface ApiLimits {
   readonly jsonDepth: number;
   /** Heartbeat period on /v1/events. */
   readonly heartbeatMs: number;
-  /** Bytes an events or logs client may fall behind before it is dropped. */
+  /** Bytes an events client may fall behind before it is dropped (a logs client: 16 times this). */
   readonly streamBacklogBytes: number;
+  /** Bytes all open streams together may hold unread; a new stream that could pass it answers 503. */
+  readonly streamBudgetBytes: number;
 }
 
 export const DEFAULT_LIMITS: ApiLimits = {
@@ -32,6 +34,7 @@ export const DEFAULT_LIMITS: ApiLimits = {
   jsonDepth: 32,
   heartbeatMs: 15_000,
   streamBacklogBytes: 1024 * 1024,
+  streamBudgetBytes: 64 * 1024 * 1024,
 };
 
 export function compileLimits(partial: Partial<ApiLimits> = {}): ApiLimits {

@@ -84,10 +84,10 @@ export const COMMANDS: Record<string, CommandDef> = {
     usage: 'start NAME [--expect-generation N] [--wait]',
   },
   logs: {
-    options: { follow: { type: 'boolean', short: 'f' }, tail: { type: 'string' } },
+    options: { follow: { type: 'boolean', short: 'f' }, tail: { type: 'string' }, raw: { type: 'boolean' } },
     positionals: 1,
     operand: 'container',
-    usage: 'logs [-f] [--tail N] NAME',
+    usage: 'logs [-f] [--tail N] [--raw] NAME',
     outputs: [],
   },
   events: { options: {}, positionals: 0, usage: 'events [-o json|yaml]', outputs: DATA },

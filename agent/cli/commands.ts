@@ -10,9 +10,11 @@ import type {
   StatusDocument,
 } from '../api/types.js';
 import type { SpcdEvent } from '../model/events.js';
+import { escapeControl } from '../model/text.js';
 import type { DesiredState } from '../model/spec.js';
 import { formatProblem, validateDir } from '../spec/load.js';
 import type { SpecProblem } from '../spec/problems.js';
+import { trustProblems, type NamedInput } from '../spec/trusted-paths.js';
 import { containerSetSchema, overridesSchema, schemaText } from '../spec/schema.js';
 import { intOption, type Parsed } from './args.js';
 import { lineSplitter, type ApiClient } from './client.js';
@@ -161,11 +163,18 @@ async function reload(ctx: CommandContext): Promise<ExitCode> {
   return operation(ctx, '/v1/reload', {});
 }
 
+/**
+ * A container's output is its own bytes: on a terminal its control
+ * characters and escape sequences are shown escaped (\x1b, \r...), lines and
+ * tabs kept, so a container cannot repaint the operator's terminal or set its
+ * title. Piped, or with --raw, the bytes go out as they came.
+ */
 async function logs(ctx: CommandContext): Promise<ExitCode> {
   const tail = intOption(ctx.args.values, 'tail', 0) ?? 100;
   const follow = ctx.args.values.follow ? '&follow=1' : '';
+  const escape = ctx.io.stdout.isTTY === true && ctx.args.values.raw !== true;
   const s = await ctx.client().stream(`/v1/containers/${enc(name(ctx))}/logs?tail=${tail}${follow}`, (t) => {
-    ctx.io.stdout.write(t);
+    ctx.io.stdout.write(escape ? escapeControl(t.replace(/\r\n/g, '\n'), { keepLines: true }) : t);
   });
   await s.done;
   return EXIT.OK;
@@ -205,13 +214,24 @@ async function validate(ctx: CommandContext): Promise<ExitCode> {
     new URL('../../healthchecks/library.yaml', import.meta.url).pathname,
   ];
   const checks = ctx.args.values.checks ?? candidates.find((c) => c !== undefined && existsSync(c));
+  const render = wantsRender(ctx) ? renderInputs(ctx, setsDir) : undefined;
+  // What the daemon would refuse to read as root (docs/security.md, "Trusted paths").
+  const untrusted = await trustProblems([
+    { path: setsDir, what: 'sets directory', kind: 'tree' },
+    ...(typeof overrides === 'string'
+      ? [{ path: overrides, what: 'overrides file', kind: 'file' as const }]
+      : []),
+    ...(typeof checks === 'string' ? [{ path: checks, what: 'check library', kind: 'file' as const }] : []),
+    ...(render ? render.trust : []),
+  ]);
   const { problems, desired } = await validateDir({
     setsDir,
     ...(typeof overrides === 'string' ? { overridesFile: overrides } : {}),
     ...(typeof checks === 'string' ? { checkLibraryFile: checks } : {}),
   });
-  if (problems.length === 0 && desired && wantsRender(ctx))
-    problems.push(...(await renderCheck(ctx, setsDir, desired)));
+  problems.unshift(...untrusted);
+  // Templates are code: they are not run from a place the daemon would refuse.
+  if (problems.length === 0 && desired && render) problems.push(...(await renderCheck(render, desired)));
   if (ctx.json) printJson(ctx, { valid: problems.length === 0, problems });
   for (const p of problems) ctx.io.stderr.write(formatProblem(p) + '\n');
   if (problems.length > 0) return EXIT.FAILED;
@@ -225,26 +245,35 @@ function wantsRender(ctx: CommandContext): boolean {
   return [v.templates, v.globals, v.secrets].some((x) => typeof x === 'string');
 }
 
-/** Renders every container's config with the given values (config/render-check.ts): what is missing is named. */
-async function renderCheck(
-  ctx: CommandContext,
-  setsDir: string,
-  desired: DesiredState,
-): Promise<SpecProblem[]> {
+interface RenderInputs {
+  readonly templatesDir: string;
+  readonly globalsFile: string | undefined;
+  readonly secretsFile: string | undefined;
+  readonly trust: NamedInput[];
+}
+
+/** The templates and value files `validate` renders with, and their trust checks. */
+function renderInputs(ctx: CommandContext, setsDir: string): RenderInputs {
   const v = ctx.args.values;
   const templatesDir =
-    typeof v.templates === 'string'
+    (typeof v.templates === 'string'
       ? v.templates
       : [
           join(dirname(resolve(setsDir)), 'templates'),
           new URL('../../templates', import.meta.url).pathname,
-        ].find((c) => existsSync(c));
+        ].find((c) => existsSync(c))) ?? 'templates';
+  const globalsFile = typeof v.globals === 'string' ? v.globals : undefined;
+  const secretsFile = typeof v.secrets === 'string' ? v.secrets : undefined;
+  const trust: NamedInput[] = [{ path: templatesDir, what: 'templates directory', kind: 'tree' }];
+  if (globalsFile) trust.push({ path: globalsFile, what: 'globals file', kind: 'file' });
+  if (secretsFile) trust.push({ path: secretsFile, what: 'secrets file', kind: 'secret' });
+  return { templatesDir, globalsFile, secretsFile, trust };
+}
+
+/** Renders every container's config with the given values (config/render-check.ts): what is missing is named. */
+async function renderCheck(inputs: RenderInputs, desired: DesiredState): Promise<SpecProblem[]> {
   const { renderProblems } = await import('../config/render-check.js');
-  return renderProblems(desired, {
-    templatesDir: templatesDir ?? 'templates',
-    globalsFile: typeof v.globals === 'string' ? v.globals : undefined,
-    secretsFile: typeof v.secrets === 'string' ? v.secrets : undefined,
-  });
+  return renderProblems(desired, inputs);
 }
 
 /** The JSON Schema of set files (or, with --overrides, of the override file), as the validator defines them. */

@@ -13,7 +13,7 @@ import type { EventBus } from '../model/events.js';
 import type { DesiredState } from '../model/spec.js';
 import type { DesiredContainer, Plan } from '../planner/types.js';
 import { loadDesired } from '../spec/load.js';
-import { assertTrustedDir } from '../spec/trusted-dirs.js';
+import { assertTrustedInputs } from '../spec/trusted-paths.js';
 import { readClusterGlobals, writeClusterGlobals } from './cluster-globals.js';
 import { ReloadRetry } from './reload-retry.js';
 import type { TemplateConfig } from './template-config.js';
@@ -25,13 +25,14 @@ export interface DefinitionPaths {
   readonly templatesDir: string;
   readonly healthchecksDir: string;
   readonly stateDir: string;
+  /** Where rendered config lives: checked like the inputs, since containers mount what is in it. */
+  readonly configRoot?: string | undefined;
 }
 
 /** Loads the definitions, turning any problem into one typed error (nothing half-applied). */
 export async function loadDefinitions(paths: DefinitionPaths): Promise<DesiredState> {
   // Whoever can write these is root on the host: refuse them unless only root can (docs/security.md).
-  await assertTrustedDir(paths.templatesDir, 'templates directory');
-  await assertTrustedDir(paths.healthchecksDir, 'checks directory');
+  await assertTrustedInputs(paths);
   return loadDesired({
     setsDir: paths.setsDir,
     ...(paths.overridesFile ? { overridesFile: paths.overridesFile } : {}),

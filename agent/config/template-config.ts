@@ -14,6 +14,7 @@ import { diffConfigs, type FileDiff } from '../render/diff.js';
 import { renderedFileMap } from '../render/renderer.js';
 import type { ConfigFileDigest } from '../state/store.js';
 import type { ConfigPort } from './preparer.js';
+import { assertTrusted } from '../spec/trusted-paths.js';
 
 export interface ValueFiles {
   readonly globalsFile: string | undefined;
@@ -49,7 +50,9 @@ export class TemplateConfig implements ConfigPort {
    * host overrides. Throws (typed) on any bad input.
    */
   async load(definitions: DesiredState, clusterGlobals: Record<string, unknown> = {}): Promise<void> {
-    const { globalsFile, secretsFile } = this.opts.files;
+    // The resolved paths checked are the paths read (docs/security.md, "Trusted paths").
+    const globalsFile = await trusted(this.opts.files.globalsFile, 'globals file', 'file');
+    const secretsFile = await trusted(this.opts.files.secretsFile, 'secrets file', 'secret');
     const fileGlobals = globalsFile ? await loadValueFile(globalsFile, { optional: true }) : {};
     const globals = mergeValues({
       setDefaults: fileGlobals,
@@ -132,6 +135,15 @@ export class TemplateConfig implements ConfigPort {
   restore(name: string, configHash: string): Promise<boolean> {
     return restoreConfigVersion(this.opts.configRoot, name, configHash, { log: this.opts.log });
   }
+}
+
+/** A value file's resolved path once its owner, mode and folders are trusted; undefined when not named or missing. */
+async function trusted(
+  file: string | undefined,
+  what: string,
+  kind: 'file' | 'secret',
+): Promise<string | undefined> {
+  return file === undefined ? undefined : assertTrusted(file, what, kind, { optional: true });
 }
 
 /** Each file's path and the sha256 of its content, by path: what a generation records of its config. */

@@ -7,7 +7,7 @@
  */
 import { conditionFor, reportFromSets } from '../kube/node-reporter.js';
 import { RolloutRunner } from '../rollout/runner.js';
-import { connectEtcd } from '../etcd/client.js';
+import { connectEtcd, trustedEtcdFiles } from '../etcd/client.js';
 import { EtcdRolloutBackend } from '../etcd/rollout-backend.js';
 import type { EtcdSettings } from '../etcd/settings.js';
 import type { DaemonParts } from './daemon.js';
@@ -23,14 +23,16 @@ export async function startEtcdIntegration(
 ): Promise<{ stop(): Promise<void> }> {
   const { status, reconciler, clock } = parts;
   const log = parts.log.child({ room: 'etcd' });
-  const client = connectEtcd({
-    endpoints: etcd.endpoints,
-    caFile: etcd.caFile,
-    certFile: etcd.certFile,
-    keyFile: etcd.keyFile,
-    user: etcd.user,
-    passwordFile: etcd.passwordFile,
-  });
+  const client = connectEtcd(
+    await trustedEtcdFiles({
+      endpoints: etcd.endpoints,
+      caFile: etcd.caFile,
+      certFile: etcd.certFile,
+      keyFile: etcd.keyFile,
+      user: etcd.user,
+      passwordFile: etcd.passwordFile,
+    }),
+  );
   if (etcd.insecure)
     log.warn(
       { endpoints: etcd.endpoints },

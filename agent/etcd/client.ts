@@ -13,6 +13,7 @@ import {
   type IOptions,
 } from 'etcd3';
 import { SpcdError } from '../errors.js';
+import { assertTrusted } from '../spec/trusted-paths.js';
 
 export interface EtcdConnection {
   /** http(s)://host:port of each member. */
@@ -53,6 +54,25 @@ function readPem(file: string, flag: string): Buffer {
       { cause: err },
     );
   }
+}
+
+/**
+ * The daemon's check of the TLS files before it connects (docs/security.md,
+ * "Trusted paths"): the key and the password file are secrets (owner root or spcd, mode 0600 or
+ * stricter), the CA and certificate decide whom spcd trusts (writable by
+ * root only); each in folders only root can write. The resolved paths are
+ * returned: read those.
+ */
+export async function trustedEtcdFiles(c: EtcdConnection): Promise<EtcdConnection> {
+  const check = async (file: string | undefined, what: string, kind: 'file' | 'secret') =>
+    file === undefined ? undefined : assertTrusted(file, what, kind);
+  return {
+    ...c,
+    caFile: await check(c.caFile, '--etcd-ca file', 'file'),
+    certFile: await check(c.certFile, '--etcd-cert file', 'file'),
+    keyFile: await check(c.keyFile, '--etcd-key file', 'secret'),
+    passwordFile: await check(c.passwordFile, '--etcd-password-file', 'secret'),
+  };
 }
 
 /** The watch reconnect delay: from `first` ms, doubled per failure, at most `max` (etcd3's backoff shape). */

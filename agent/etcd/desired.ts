@@ -13,6 +13,7 @@
 import yaml from 'js-yaml';
 import { SpcdError } from '../errors.js';
 import { parseDesired } from '../kube/desired-watcher.js';
+import { parseBudgetedYaml, YamlBudget } from '../spec/yaml.js';
 import type { DesiredDocument } from '../rollout/backend.js';
 
 const PARTS = ['images', 'globals', 'rollout'] as const;
@@ -28,12 +29,10 @@ export function etcdSource(key: string): string {
 
 /** Parses the desired key's value; throws SPEC_INVALID / SPEC_YAML naming the key (and the part). */
 export function parseEtcdDesired(text: string, key: string, version: string): DesiredDocument {
-  let doc: unknown;
-  try {
-    doc = text.trim() === '' ? {} : yaml.load(text, { schema: yaml.CORE_SCHEMA, json: false });
-  } catch (err) {
-    throw new SpcdError('SPEC_YAML', `etcd key ${key}: ${(err as Error).message}`, { key }, { cause: err });
-  }
+  // The budget of one load of the definitions (bytes, nodes, depth; no aliases): a fleet writer cannot
+  // make every node parse a document without end.
+  let doc: unknown =
+    text.trim() === '' ? {} : parseBudgetedYaml(text, `etcd key ${key}`, new YamlBudget(), { key });
   if (doc === null || doc === undefined) doc = {};
   if (typeof doc !== 'object' || Array.isArray(doc))
     throw invalid(key, 'must be a map with images, globals and rollout');

@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { SpcdError } from '../errors.js';
 import type { RegistryAuth } from '../engine/types.js';
+import { describeJsonFault, jsonFault } from '../model/json-where.js';
+import { assertTrusted } from '../spec/trusted-paths.js';
 
 /** The registry host of an image reference, as docker decides it. */
 export function registryOf(ref: string): string {
@@ -12,16 +14,20 @@ export function registryOf(ref: string): string {
 
 /**
  * Credentials from a docker config.json ("auths": {host: {auth: base64(user:pass)}}),
- * read at each pull so a rotated file needs no restart.
+ * read at each pull so a rotated file needs no restart. The file holds
+ * credentials: it is read only when owned by root (or spcd) with mode 0600 or
+ * stricter, in folders only root can write (docs/security.md, "Trusted paths").
  */
 export function registryAuthFromFile(
   file: string | undefined,
 ): (image: string) => Promise<RegistryAuth | undefined> {
   return async (image) => {
     if (!file) return undefined;
+    const real = await assertTrusted(file, 'registry credentials file', 'secret', { optional: true });
+    if (real === undefined) return undefined;
     let text: string;
     try {
-      text = await readFile(file, 'utf8');
+      text = await readFile(real, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw new SpcdError('REGISTRY_AUTH_INVALID', `cannot read ${file}: ${(err as Error).message}`, {
@@ -31,10 +37,14 @@ export function registryAuthFromFile(
     let doc: { auths?: Record<string, { auth?: string; username?: string; password?: string }> };
     try {
       doc = JSON.parse(text) as typeof doc;
-    } catch (err) {
-      throw new SpcdError('REGISTRY_AUTH_INVALID', `${file} is not valid JSON: ${(err as Error).message}`, {
-        file,
-      });
+    } catch {
+      // JSON.parse's message quotes the text around the fault: credentials. Name the place only.
+      const fault = jsonFault(text);
+      throw new SpcdError(
+        'REGISTRY_AUTH_INVALID',
+        `${file} is not valid JSON${fault ? ` (${describeJsonFault(fault)})` : ''}`,
+        { file, ...(fault ? { line: fault.line, column: fault.column } : {}) },
+      );
     }
     const host = registryOf(image);
     const entry = doc.auths?.[host] ?? doc.auths?.[`https://${host}`] ?? doc.auths?.[`http://${host}`];

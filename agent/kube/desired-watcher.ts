@@ -9,14 +9,14 @@
  * (YAML/JSON map of template globals) and `rollout` (the rollout object,
  * validated by agent/rollout/spec.ts). All optional.
  */
-import yaml from 'js-yaml';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { SpcdError, isSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { KubeApi, WatchHandle } from './client.js';
-import { parseValues } from '../render/values.js';
 import { parseImageRef } from '../model/image-ref.js';
+import { valuesOf } from '../render/values.js';
+import { parseBudgetedYaml, YamlBudget } from '../spec/yaml.js';
 
 export interface DesiredFromConfigMap {
   readonly resourceVersion: string;
@@ -53,9 +53,14 @@ export interface DesiredWatcherOptions {
   readonly watchTimeoutSeconds?: number;
 }
 
-function parseMap(text: string | undefined, key: string): Record<string, unknown> {
+function parseMap(
+  text: string | undefined,
+  key: string,
+  source: string,
+  budget: YamlBudget,
+): Record<string, unknown> {
   if (text === undefined || text.trim() === '') return {};
-  const v = yaml.load(text, { schema: yaml.CORE_SCHEMA, json: false });
+  const v = parseBudgetedYaml(text, `${source} key "${key}"`, budget, { key });
   if (v === null || v === undefined) return {};
   if (typeof v !== 'object' || Array.isArray(v))
     throw new SpcdError('SPEC_INVALID', `ConfigMap key "${key}" must be a map`, { key });
@@ -68,11 +73,16 @@ export function parseDesired(cm: V1ConfigMap): DesiredFromConfigMap {
   let images: Record<string, unknown>;
   let globals: Record<string, unknown>;
   let rollout: Record<string, unknown> | undefined;
+  // One budget for the whole document (bytes, nodes, depth), as for one load of the definitions.
+  const budget = new YamlBudget();
+  const source = `ConfigMap ${cm.metadata?.name ?? ''}`;
   try {
-    images = parseMap(data.images, 'images');
-    if (data.rollout !== undefined && data.rollout.trim() !== '') rollout = parseMap(data.rollout, 'rollout');
+    images = parseMap(data.images, 'images', source, budget);
+    if (data.rollout !== undefined && data.rollout.trim() !== '')
+      rollout = parseMap(data.rollout, 'rollout', source, budget);
     // globals are template values: the rules of a globals file (no anchors, no __proto__, a mapping)
-    globals = parseValues(data.globals ?? '', `ConfigMap ${cm.metadata?.name ?? ''} key "globals"`);
+    const where = `${source} key "globals"`;
+    globals = valuesOf(parseBudgetedYaml(data.globals ?? '', where, budget, { key: 'globals' }), where);
   } catch (err) {
     if (err instanceof SpcdError) throw err;
     throw new SpcdError(

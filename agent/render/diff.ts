@@ -10,7 +10,10 @@ import { MASK, maskSecrets } from './mask.js';
  * - a line of the old file whose key (the text before the first '=' or ':')
  *   is the key of a line that holds a secret in the new file is shown as
  *   "<key> = ******";
- * - a removed file is listed without its content.
+ * - a removed file is listed without its content;
+ * - the lines inside a PEM private key block ("-----BEGIN ... PRIVATE
+ *   KEY-----" to its END line) of either side are masked whole, whether or
+ *   not the key is still in the secrets file (a rotated key).
  */
 
 export interface FileDiff {
@@ -39,7 +42,29 @@ function secretKeys(lines: readonly string[], secrets: Set<string>): Set<string>
   return keys;
 }
 
-function maskOp(op: LineOp, secrets: Set<string>, keys: Set<string>, anyKind: boolean): LineOp {
+const PEM_BEGIN = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/;
+const PEM_END = /-----END [A-Z0-9 ]*PRIVATE KEY-----/;
+
+/** The lines (trimmed) between a private key's BEGIN and END markers. */
+function privateKeyLines(text: string | undefined, out: Set<string>): Set<string> {
+  let inside = false;
+  for (const line of splitLines(text ?? '')) {
+    if (PEM_BEGIN.test(line)) inside = true;
+    else if (PEM_END.test(line)) inside = false;
+    else if (inside && line.trim().length > 0) out.add(line.trim());
+  }
+  return out;
+}
+
+function maskOp(
+  op: LineOp,
+  secrets: Set<string>,
+  keys: Set<string>,
+  anyKind: boolean,
+  pem: Set<string>,
+): LineOp {
+  if (pem.has(op.text.trim()))
+    return { kind: op.kind, text: `${op.text.slice(0, op.text.search(/\S|$/))}${MASK}` };
   let text = maskSecrets(op.text, secrets);
   if ((anyKind || op.kind === '-') && text === op.text) {
     const k = keyOf(op.text);
@@ -79,7 +104,8 @@ export function diffConfigs(
     const oldLines = before === undefined ? [] : splitLines(before);
     const bothWays = opts.bothWays === true;
     const keys = secretKeys(bothWays ? [...newLines, ...oldLines] : newLines, secretValues);
-    const ops = diffLines(oldLines, newLines).map((op) => maskOp(op, secretValues, keys, bothWays));
+    const pem = privateKeyLines(after, privateKeyLines(before, new Set()));
+    const ops = diffLines(oldLines, newLines).map((op) => maskOp(op, secretValues, keys, bothWays, pem));
     const header = [before === undefined ? '--- /dev/null' : `--- a/${path}`, `+++ b/${path}`];
     const hunks = formatHunks(ops);
     if (hunks.length === 0) hunks.push('(only the trailing newline differs)');

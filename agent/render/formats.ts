@@ -1,4 +1,5 @@
 import yaml from 'js-yaml';
+import { describeJsonFault, jsonFault } from '../model/json-where.js';
 import type { ConfigFileSpec } from '../model/spec.js';
 
 /**
@@ -83,17 +84,46 @@ export function withSanitized(values: Record<string, unknown>, target: UnsafeVal
   return rebuild(values, 0) as Record<string, unknown>;
 }
 
-/** Parse rendered YAML/JSON back; the error text, or undefined when it parses. */
+/**
+ * Parse rendered YAML/JSON back; the problem as a line, a column and what is
+ * wrong, or undefined when it parses. Nothing of the rendered text is quoted:
+ * it may hold a secret (docs/security.md, "Masking").
+ */
 export function parseBackProblem(format: FileFormat, content: string): string | undefined {
+  if (format === 'json') {
+    try {
+      JSON.parse(content);
+      return undefined;
+    } catch {
+      const fault = jsonFault(content);
+      return fault ? describeJsonFault(fault) : 'not valid JSON';
+    }
+  }
+  if (format !== 'yaml') return undefined;
   try {
-    if (format === 'json') JSON.parse(content);
-    else if (format === 'yaml') yaml.load(content, { schema: yaml.CORE_SCHEMA });
+    yaml.load(content, { schema: yaml.CORE_SCHEMA });
     return undefined;
   } catch (err) {
-    if (err instanceof yaml.YAMLException) {
-      const line = typeof err.mark?.line === 'number' ? ` at line ${err.mark.line + 1}` : '';
-      return `${err.reason || 'invalid YAML'}${line}`;
-    }
-    return err instanceof Error ? err.message : String(err);
+    if (!(err instanceof yaml.YAMLException)) throw err;
+    return yamlProblemText(err);
   }
+}
+
+/**
+ * js-yaml's reason names the fault, and a few reasons quote what they met (an
+ * unknown tag, an alias): the quoted parts are cut.
+ */
+export function yamlReason(err: InstanceType<typeof yaml.YAMLException>): string {
+  return (err.reason || 'invalid YAML').replace(/"[^"]*"|'[^']*'|<[^>]*>|![^\s,]*/g, '(…)');
+}
+
+/** The line, the column and the reason of a YAML fault, nothing of the text quoted. */
+export function yamlProblemText(err: InstanceType<typeof yaml.YAMLException>): string {
+  const reason = yamlReason(err);
+  const m = err.mark;
+  const at =
+    typeof m?.line === 'number'
+      ? `line ${m.line + 1}${typeof m.column === 'number' ? `, column ${m.column + 1}` : ''}: `
+      : '';
+  return `${at}${reason}`;
 }

@@ -2,6 +2,7 @@ import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import yaml from 'js-yaml';
 import { SpcdError } from '../errors.js';
+import { yamlReason } from './formats.js';
 
 /**
  * Template values: the files they come from and how they merge. In increasing
@@ -19,7 +20,7 @@ export interface ValueSources {
 }
 
 export interface LoadValueOptions {
-  /** Refuse the file unless only its owner may read or write it (mode & 0o077 === 0). */
+  /** Refuse the file unless owned by root (or spcd) and only its owner may read or write it (mode & 0o077 === 0). */
   secret?: boolean;
   /** Size cap; default 1 MiB. */
   maxBytes?: number;
@@ -76,16 +77,21 @@ export function parseValues(text: string, file: string): Record<string, unknown>
   } catch (err) {
     if (err instanceof SpcdError) throw err;
     if (err instanceof yaml.YAMLException) {
-      // Only the reason and the line: js-yaml's message quotes the file, and
-      // this may be the secrets file.
+      // Only the reason (its quoted parts cut: an unknown tag, an alias) and the
+      // line: js-yaml's message quotes the file, and this may be the secrets file.
       const line = typeof err.mark?.line === 'number' ? err.mark.line + 1 : undefined;
-      throw new SpcdError('SPEC_YAML', `${file}${line ? `:${line}` : ''}: ${err.reason || 'invalid YAML'}`, {
+      throw new SpcdError('SPEC_YAML', `${file}${line ? `:${line}` : ''}: ${yamlReason(err)}`, {
         file,
         ...(line ? { line } : {}),
       });
     }
     throw err;
   }
+  return valuesOf(doc, file);
+}
+
+/** A parsed values document checked by the rules of a values file: a mapping, no `__proto__` key. */
+export function valuesOf(doc: unknown, file: string): Record<string, unknown> {
   if (doc === undefined || doc === null) return {};
   if (!isMapping(doc)) {
     throw new SpcdError('SPEC_INVALID', `${file}: the top level must be a mapping`, { file });
@@ -118,6 +124,14 @@ export async function loadValueFile(
     const st = await fh.stat();
     if (!st.isFile()) {
       throw new SpcdError('SPEC_IO', `values file ${path} is not a regular file`, { file: path });
+    }
+    // Owner root (or spcd's own user), as the rest of the path (docs/security.md, "Trusted paths").
+    if (opts.secret && st.uid !== 0 && st.uid !== process.geteuid?.()) {
+      throw new SpcdError(
+        'SECRETS_INSECURE',
+        `secrets file ${path} is owned by uid ${st.uid}, not root; spcd will not use it (chown root)`,
+        { file: path, uid: st.uid },
+      );
     }
     if (opts.secret && (st.mode & 0o077) !== 0) {
       throw new SpcdError(
@@ -198,16 +212,29 @@ export function mergeValues(s: ValueSources): { values: Record<string, unknown>;
 /**
  * The secret VALUES to mask: every string or number leaf of the secrets tree,
  * as text, plus the forms the shipped filters turn it into (urlencode for a
- * password in a URL, to_json's escaping) so the encoded form is masked too.
- * Booleans and null are not secrets worth masking (masking "true" everywhere
- * would hide every diff).
+ * password in a URL, to_json's and to_yaml's quoting) so the encoded form is
+ * masked too. A value with line breaks (a PEM key) is also masked line by
+ * line: diffs and messages are read a line at a time, and a file may indent
+ * or re-wrap it, so each of its lines (trimmed, however short) is a secret
+ * of its own. Booleans and null are not secrets worth masking (masking
+ * "true" everywhere would hide every diff).
  */
 export function collectSecretValues(secrets: Record<string, unknown>, out = new Set<string>()): Set<string> {
+  const forms = (text: string): void => {
+    out.add(text);
+    out.add(JSON.stringify(text).slice(1, -1));
+    const dumped = yaml.dump(text, { lineWidth: -1 }).replace(/\n$/, '');
+    if (/^["'].*["']$/s.test(dumped)) out.add(dumped.slice(1, -1));
+  };
   const add = (text: string): void => {
     if (text.length === 0) return;
-    out.add(text);
+    forms(text);
     out.add(encodeURIComponent(text));
-    out.add(JSON.stringify(text).slice(1, -1));
+    if (!/[\r\n]/.test(text)) return;
+    for (const line of text.split(/\r?\n|\r/)) {
+      const t = line.trim();
+      if (t.length > 0) forms(t);
+    }
   };
   const walk = (v: unknown): void => {
     if (typeof v === 'string') {

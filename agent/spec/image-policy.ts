@@ -1,6 +1,6 @@
 /**
  * Reads the node's image policy file (--image-policy, YAML or JSON), held to
- * the templates' ownership rule (trusted-dirs.ts):
+ * the rule of every input spcd reads as root (trusted-paths.ts):
  *
  *   allow:
  *     - registry.example.com:5000/kolla          # every repository under it
@@ -14,12 +14,11 @@
  * allows nothing. Throws SETTINGS_INVALID naming the file and the entry.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { realpath } from 'node:fs/promises';
 import yaml from 'js-yaml';
 import { SpcdError } from '../errors.js';
 import type { ImagePolicy, ImagePolicyEntry } from '../model/image-policy.js';
 import { isNameComponent, parseImageRef } from '../model/image-ref.js';
-import { assertTrustedDir } from './trusted-dirs.js';
+import { assertTrusted } from './trusted-paths.js';
 
 /** The policy file's size cap. */
 export const IMAGE_POLICY_MAX_BYTES = 64 * 1024;
@@ -87,13 +86,12 @@ export function parseImagePolicy(text: string, file: string): ImagePolicy {
 
 /**
  * The policy in force: the file (its target, when a link) and every folder
- * above it must be root's and written by nobody else, as the templates
- * (trusted-dirs.ts: UNTRUSTED_PATH); whoever could write it could allow any
+ * above it must be root's and written by nobody else, as every input
+ * (trusted-paths.ts: UNTRUSTED_PATH); whoever could write it could allow any
  * image. Once, at start-up.
  */
 export async function loadImagePolicyFile(file: string): Promise<ImagePolicy> {
-  const real = await realpath(file).catch(() => file); // unreadable: the read below says so
-  await assertTrustedDir(real, '--image-policy');
+  const real = (await assertTrusted(file, '--image-policy file', 'file')) ?? file;
   return readImagePolicyFile(real);
 }
 

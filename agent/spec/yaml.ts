@@ -1,5 +1,6 @@
 import yaml from 'js-yaml';
-import type { Locator } from './where.js';
+import { SpcdError } from '../errors.js';
+import { Locator } from './where.js';
 
 /**
  * Parses one YAML document with the core schema (no timestamps, no merge keys,
@@ -208,5 +209,39 @@ function register(node: Child, file: string, locator: Locator): void {
       }
     }
     locator.register(value, { file, line: node.line, ...(keys ? { keys } : {}) });
+  }
+}
+
+/**
+ * One YAML document read outside a load of the definitions (the fleet's
+ * desired document, from a ConfigMap or an etcd key), under the same rules:
+ * no anchors or aliases, and a budget of bytes, nodes and depth (its own, or
+ * one shared by the parts of one document). Typed errors name `source`:
+ * SPEC_TOO_LARGE when the budget runs out, SPEC_YAML otherwise.
+ */
+export function parseBudgetedYaml(
+  text: string,
+  source: string,
+  budget: YamlBudget = new YamlBudget(),
+  details: Record<string, unknown> = {},
+): unknown {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (budget.takeBytes(bytes) !== undefined) {
+    throw new SpcdError(
+      'SPEC_TOO_LARGE',
+      `${source}: ${bytes} bytes of YAML, over the ${budget.limits.maxTotalBytes}-byte total one document may hold`,
+      { ...details, source, bytes, cap: budget.limits.maxTotalBytes },
+    );
+  }
+  try {
+    return parseYaml(text, source, new Locator(), budget);
+  } catch (err) {
+    if (!(err instanceof YamlProblem)) throw err;
+    const at = err.line > 0 ? ` line ${err.line}:` : '';
+    throw new SpcdError(
+      err instanceof YamlBudgetExceeded ? 'SPEC_TOO_LARGE' : 'SPEC_YAML',
+      `${source}:${at} ${err.message}`,
+      { ...details, source, ...(err.line > 0 ? { line: err.line } : {}) },
+    );
   }
 }

@@ -138,7 +138,7 @@ describe('the image policy file', () => {
       await chmod(file, 0o666);
       await expect(loadImagePolicyFile(file)).rejects.toMatchObject({
         code: 'UNTRUSTED_PATH',
-        message: expect.stringMatching(/is writable by its group or by others \(mode 666\)/),
+        message: expect.stringMatching(/is writable by its group or by others \(mode 0666\)/),
       });
       await expect(loadImagePolicyFile(join(dir, 'missing.yaml'))).rejects.toMatchObject({ code: 'SPEC_IO' });
     } finally {

@@ -38,6 +38,18 @@ describe('diffConfigs', () => {
     expect(d?.diff).toContain('+password = ******');
   });
 
+  it('masks every line of a multi-line secret, and the body of a private key no longer in the secrets', () => {
+    const key = (b: string): string =>
+      `-----BEGIN RSA PRIVATE KEY-----\n${b}1\n${b}2\n-----END RSA PRIVATE KEY-----\n`;
+    const secrets = new Set(['line-one-of-new', 'line-two-of-new']);
+    const old = m({ 'tls.pem': key('OLDKEYBODY'), 'x.txt': 'a\n' });
+    const now = m({ 'tls.pem': key('NEWKEYBODY'), 'x.txt': '  line-one-of-new\n  line-two-of-new\n' });
+    const [pem, x] = diffConfigs(old, now, secrets);
+    expect(pem?.diff).not.toMatch(/OLDKEYBODY|NEWKEYBODY/);
+    expect(pem?.diff).toContain('-******\n-******\n+******\n+******\n');
+    expect(x?.diff).toContain('+  ******\n+  ******\n');
+  });
+
   it('lists added files in full (masked) and removed files without content', () => {
     const old = m({ 'gone.conf': 'password = old-secret\n' });
     const now = m({ 'new.conf': 'k = v\npw = s3cret\n' });

@@ -136,6 +136,20 @@ describe('mergeValues', () => {
   });
 });
 
+describe('a values file that is not YAML', () => {
+  it('is reported by file, line and reason, the quoted parts of the reason cut', async () => {
+    const p = join(dir, 'secrets.yaml');
+    for (const [text, reason] of [
+      ['pw: !hunter2tag x\n', 'unknown tag (…)'],
+      ['pw: *hunter2alias\n', 'unidentified alias (…)'],
+    ]) {
+      await writeFile(p, text!, { mode: 0o600 });
+      const err = await loadValueFile(p, { secret: true }).catch((e: unknown) => e);
+      expect((err as Error).message).toBe(`${p}:1: ${reason}`);
+    }
+  });
+});
+
 describe('collectSecretValues', () => {
   it('collects string and number leaves with their URL- and JSON-encoded forms, not booleans', () => {
     const s = collectSecretValues({ a: 'p@ss"w', b: { c: 12345, d: true, e: '' }, f: ['x'] });
@@ -146,5 +160,17 @@ describe('collectSecretValues', () => {
     expect(s.has('x')).toBe(true);
     expect(s.has('true')).toBe(false);
     expect(s.has('')).toBe(false);
+  });
+
+  it('collects each line of a multi-line value (trimmed) and its YAML-quoted form', () => {
+    const s = collectSecretValues({
+      key: '-----BEGIN PRIVATE KEY-----\r\n  MIIEvQ\nZg==\n\n-----END PRIVATE KEY-----\n',
+      t: 'a\tb',
+    });
+    for (const line of ['-----BEGIN PRIVATE KEY-----', 'MIIEvQ', 'Zg==', '-----END PRIVATE KEY-----']) {
+      expect(s.has(line)).toBe(true);
+    }
+    expect(s.has('')).toBe(false);
+    expect(s.has('a\\tb')).toBe(true); // to_yaml writes "a\tb"
   });
 });

@@ -115,9 +115,44 @@ describe('systemd/spcd.service', () => {
     expect(svc.PrivateDevices).toBeUndefined();
     expect(svc.MemoryDenyWriteExecute).toBeUndefined();
     expect(svc.InaccessiblePaths).toBeUndefined();
-    expect(one('ProtectSystem')).toBe('full'); // /usr, /boot, /etc read-only; /run and /var writable
-    for (const k of ['NoNewPrivileges', 'ProtectHome', 'PrivateTmp', 'RestrictSUIDSGID', 'LockPersonality'])
+    expect(svc.DevicePolicy).toBeUndefined();
+    expect(svc.DeviceAllow).toBeUndefined();
+    expect(svc.ProtectClock).toBeUndefined(); // it implies a device allow-list: /dev/kvm would go
+    // everything read-only but the state and runtime directories (systemd's rule) and /etc/kolla
+    expect(one('ProtectSystem')).toBe('strict');
+    expect(svc.ReadWritePaths).toEqual(['-/etc/kolla']);
+    expect(one('UMask')).toBe('0077');
+    for (const k of [
+      'NoNewPrivileges',
+      'ProtectHome',
+      'PrivateTmp',
+      'RestrictSUIDSGID',
+      'LockPersonality',
+      'RestrictRealtime',
+      'RestrictNamespaces',
+      'ProtectKernelTunables',
+      'ProtectKernelModules',
+      'ProtectKernelLogs',
+      'ProtectControlGroups',
+      'ProtectHostname',
+    ])
       expect(one(k), k).toBe('yes');
+    expect(one('SystemCallArchitectures')).toBe('native');
+    // unix (the Docker and API sockets, sd_notify), loopback probes, netlink (ss for the caller's uid)
+    expect(one('RestrictAddressFamilies')?.split(' ').sort()).toEqual([
+      'AF_INET',
+      'AF_INET6',
+      'AF_NETLINK',
+      'AF_UNIX',
+    ]);
+    expect(one('CapabilityBoundingSet')?.split(' ').sort()).toEqual([
+      'CAP_CHOWN',
+      'CAP_DAC_OVERRIDE',
+      'CAP_DAC_READ_SEARCH',
+      'CAP_FOWNER',
+      'CAP_KILL',
+      'CAP_SYS_PTRACE',
+    ]);
   });
 
   it('copies cleanly (the file itself is what install-unit.sh ships)', () => {

@@ -18,6 +18,7 @@ const TAIL = { type: 'integer', minimum: 0, maximum: MAX_TAIL, default: 100 } as
  */
 async function getEvents(ctx: RouteContext): Promise<RouteResult> {
   const { res, limits } = ctx;
+  const leave = ctx.streams.admit(res, limits.streamBacklogBytes);
   res.writeHead(200, {
     'content-type': 'application/x-ndjson; charset=utf-8',
     'cache-control': 'no-store',
@@ -28,8 +29,11 @@ async function getEvents(ctx: RouteContext): Promise<RouteResult> {
   let closed = false;
   const write = (e: SpcdEvent | { type: 'heartbeat'; at: number }): void => {
     if (closed) return;
-    if (res.writableLength > limits.streamBacklogBytes) {
-      ctx.deps.log.warn({ backlog: res.writableLength }, 'events client too slow; dropping it');
+    if (res.writableLength > limits.streamBacklogBytes || ctx.streams.over()) {
+      ctx.deps.log.warn(
+        { backlog: res.writableLength, allStreams: ctx.streams.held(), code: 'STREAM_BUDGET_FULL' },
+        'events client too slow; dropping it',
+      );
       cleanup();
       res.destroy();
       return;
@@ -41,6 +45,7 @@ async function getEvents(ctx: RouteContext): Promise<RouteResult> {
   const cleanup = (): void => {
     if (closed) return;
     closed = true;
+    leave();
     clearInterval(heartbeat);
     unsubscribe();
   };
@@ -61,6 +66,8 @@ async function getLogs(ctx: RouteContext): Promise<RouteResult> {
   const follow = queryBool(ctx.query, 'follow');
   if (!deps.status.container(name))
     throw new SpcdError('NOT_FOUND', `no container named ${name}`, { container: name });
+  const backlogCap = limits.streamBacklogBytes * 16;
+  const leave = ctx.streams.admit(res, backlogCap);
   res.writeHead(200, {
     'content-type': 'text/plain; charset=utf-8',
     'cache-control': 'no-store',
@@ -70,10 +77,10 @@ async function getLogs(ctx: RouteContext): Promise<RouteResult> {
   ctx.streamStarted(200);
   let closed = false;
   let stop: (() => void) | null = null;
-  const backlogCap = limits.streamBacklogBytes * 16;
   const finish = (): void => {
     if (closed) return;
     closed = true;
+    leave();
     stop?.();
   };
   res.on('close', finish);
@@ -83,8 +90,17 @@ async function getLogs(ctx: RouteContext): Promise<RouteResult> {
       follow,
       onLine: (line) => {
         if (closed) return;
-        if (res.writableLength > backlogCap) {
-          deps.log.warn({ container: name }, 'logs client too slow; dropping it');
+        // Its own cap, and the one of all streams together (a client that never reads holds memory).
+        if (res.writableLength > backlogCap || ctx.streams.over()) {
+          deps.log.warn(
+            {
+              container: name,
+              backlog: res.writableLength,
+              allStreams: ctx.streams.held(),
+              code: 'STREAM_BUDGET_FULL',
+            },
+            'logs client too slow; dropping it',
+          );
           res.destroy();
           return;
         }
@@ -118,7 +134,7 @@ export const events: Route = {
         schema: ref('EventLine'),
       },
     ],
-    errors: [],
+    errors: ['STREAM_BUDGET_FULL'],
   },
   handler: getEvents,
 };
@@ -143,7 +159,7 @@ export const logs: Route = {
         schema: { type: 'string' },
       },
     ],
-    errors: ['NOT_FOUND', 'UNPROCESSABLE'],
+    errors: ['NOT_FOUND', 'UNPROCESSABLE', 'STREAM_BUDGET_FULL'],
   },
   handler: getLogs,
 };
