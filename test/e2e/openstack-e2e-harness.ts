@@ -9,6 +9,7 @@ import {
   chmodSync,
   chownSync,
   closeSync,
+  copyFileSync,
   existsSync,
   mkdirSync,
   openSync,
@@ -16,6 +17,7 @@ import {
   readSync,
   statSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { REPO } from '../support/daemon.js';
@@ -120,6 +122,24 @@ export function sameAsShipped(file: string): 1 {
   if (readFileSync(file, 'utf8') !== readFileSync(COMPUTE_SET, 'utf8'))
     throw new Error(`the compute set spcd runs (${file}) differs from ${COMPUTE_SET}`);
   return 1;
+}
+
+/**
+ * The compute host of one run: the shipped compute set copied as it is into
+ * spcd's sets folder, this host's overrides (with the run's label and
+ * interface) and secrets (mode 0600) beside it, / made rshared, no volume
+ * left from an earlier run. Returns shipped_set (1).
+ */
+export function computeHost(sb: { setsDir: string; root: string }, r: Rendering): 1 {
+  const set = join(sb.setsDir, 'compute.yaml');
+  writeFileSync(set, readFileSync(COMPUTE_SET, 'utf8'));
+  writeFileSync(join(sb.root, 'overrides.yaml'), renderOverrides(r));
+  copyFileSync(COMPUTE_SECRETS, join(sb.root, 'secrets.yaml'));
+  chmodSync(join(sb.root, 'secrets.yaml'), 0o600);
+  console.log(
+    `host: / propagation was ${ensureSharedRoot()}; stale volumes removed: ${removeVolumes(COMPUTE_VOLUMES).join(',') || 'none'}`,
+  );
+  return sameAsShipped(set);
 }
 
 /** The overrides file with this run's label and interface. */

@@ -7,23 +7,20 @@
  * ping window recorded), `tearDown` (everything the run made removed, the
  * summary line printed and written to SPCD_E2E_SUMMARY).
  */
-import { chmodSync, copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EventTap, IMAGE_11, run, SpcdApi, vmsh } from './libvirt-e2e-harness.js';
 import { OpenStack } from './openstack-client.js';
 import {
   buildAll,
-  COMPUTE_SECRETS,
+  computeHost,
   COMPUTE_SET,
   COMPUTE_VOLUMES,
   CONTROL_SET,
   ConsoleWatch,
-  ensureSharedRoot,
   NETWORK_SET,
   prepareRoot,
   removeVolumes,
-  renderOverrides,
-  sameAsShipped,
   renderSetFile,
   volumeDir,
 } from './openstack-e2e-harness.js';
@@ -191,16 +188,8 @@ export class OpenStackE2eRun {
       writeSet(sb, 'control.yaml', renderSetFile(CONTROL_SET, r));
       writeSet(sb, 'network.yaml', renderSetFile(NETWORK_SET, r));
     }
-    // The shipped compute set as it is; what this host needs is in the overrides and secrets.
-    writeSet(sb, 'compute.yaml', readFileSync(COMPUTE_SET, 'utf8'));
-    this.checkShippedSet();
-    writeFileSync(join(sb.root, 'overrides.yaml'), renderOverrides(r));
-    copyFileSync(COMPUTE_SECRETS, join(sb.root, 'secrets.yaml'));
-    chmodSync(join(sb.root, 'secrets.yaml'), 0o600);
-    console.log(
-      `host: / propagation was ${ensureSharedRoot()}; stale volumes removed: ${removeVolumes(COMPUTE_VOLUMES).join(',') || 'none'}`,
-    );
     this.hadRunLibvirt = existsSync('/run/libvirt');
+    this.shippedSet = computeHost(sb, r);
     const tStart = Date.now();
     await this.startSpcd();
     this.api = new SpcdApi(sb.socket);
@@ -388,10 +377,6 @@ export class OpenStackE2eRun {
     const summary = this.summary();
     console.log(summary);
     if (process.env.SPCD_E2E_SUMMARY) writeFileSync(process.env.SPCD_E2E_SUMMARY, `${summary}\n`);
-  }
-
-  checkShippedSet(): void {
-    this.shippedSet = sameAsShipped(join(this.sb!.setsDir, 'compute.yaml'));
   }
 
   /** The summary line (test/e2e/run-openstack-e2e.sh prints it last); logs the total time first. */
