@@ -27,8 +27,8 @@ export const CONTROL_SET = join(REPO, 'container-sets-e2e', 'openstack', 'contro
 /** The shipped compute set the run copies unchanged (shipped_set=1 when the copy is the file). */
 export const COMPUTE_SET = join(REPO, 'container-sets', 'linuxbridge', 'compute.yaml');
 /** This machine's per-host overrides for it, and the passwords (copied with mode 0600). */
-export const COMPUTE_OVERRIDES = join(REPO, 'container-sets-e2e', 'openstack', 'compute-host.yaml');
-export const COMPUTE_SECRETS = join(REPO, 'container-sets-e2e', 'openstack', 'compute-secrets.yaml');
+export const COMPUTE_OVERRIDES = join(REPO, 'container-sets-e2e', 'hosts', 'openstack-compute.yaml');
+export const COMPUTE_SECRETS = join(REPO, 'container-sets-e2e', 'hosts', 'openstack-compute-secrets.yaml');
 /** kolla-ansible's named volumes the shipped compute set binds (spcd creates them, never removes them). */
 export const COMPUTE_VOLUMES = ['kolla_logs', 'libvirtd', 'nova_compute', 'nova_libvirt_qemu'];
 /** neutron-server alone: Nova's API needs Neutron even for servers with no network. */
