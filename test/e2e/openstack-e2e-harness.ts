@@ -96,6 +96,14 @@ export function ensureSharedRoot(): string {
   return prop;
 }
 
+/** Prints the last lines a container logged (for a run that failed before its steps). */
+export async function logTail(container: string, lines = 80): Promise<void> {
+  const r = await run('/usr/bin/docker', ['logs', '--tail', String(lines), container], 60_000).catch(
+    (e: Error) => ({ stdout: '', stderr: e.message }),
+  );
+  console.log(`--- ${container}, last ${lines} lines ---\n${r.stdout}${r.stderr}`);
+}
+
 /** Where a named volume's data is on the host. */
 export function volumeDir(name: string): string {
   return execFileSync('/usr/bin/docker', ['volume', 'inspect', '-f', '{{.Mountpoint}}', name], {

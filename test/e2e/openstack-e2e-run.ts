@@ -14,6 +14,7 @@ import { OpenStack } from './openstack-client.js';
 import {
   buildAll,
   computeHost,
+  logTail,
   COMPUTE_SET,
   COMPUTE_VOLUMES,
   CONTROL_SET,
@@ -343,6 +344,8 @@ export class OpenStackE2eRun {
         await os.request('compute', 'DELETE', `/flavors/${made.flavor}`).catch(() => undefined);
       if (made.network) await deleteNetwork(os, made.network, made.ports, hostNet);
     }
+    // A set-up that did not get its VMs: what the compute containers said, before they go.
+    if (vms.length < this.o.vms) for (const c of ['nova_compute', 'nova_libvirt']) await logTail(c);
     this.tap?.close();
     await this.spcd?.stop();
     if (sb) {
