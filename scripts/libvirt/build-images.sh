@@ -4,7 +4,15 @@
 #
 #   usage: build-images.sh [SUITE...]        (default: bookworm trixie)
 #
-# Images: spcd-e2e/libvirt:<suite>, CMD libvirtd in the foreground, labels
+# Images: spcd-e2e/libvirt:<suite>, CMD libvirtd in the foreground (the
+#   libvirt-only test runs it so), and Kolla's container runtime as Kolla's
+#   nova-libvirt image has it: kolla_start, kolla_set_configs and
+#   kolla_copy_cacerts read from ../shared/peers/kolla-2024.1 beside the
+#   repository (SPCD_KOLLA_DIR overrides), python3 and sudo for them, a
+#   kolla_extend_start of ours (image/kolla_extend_start), Kolla's users
+#   kolla (42400), qemu (42427) and nova (42436) and /var/log/kolla
+#   root:kolla 2775 (so a fresh kolla_logs volume is filled as Kolla's
+#   images fill it). The OpenStack test starts it through kolla_start, labels
 #   org.opencontainers.image.version=<upstream libvirt version, e.g. 9.0.0>
 #   spcd.hypervisor=libvirt
 #   spcd-e2e.input-hash=<hash of this script, image/*.conf, suite, mirror>
@@ -31,7 +39,15 @@ CACHE="${SPCD_E2E_CACHE:-/var/cache/spcd-e2e}"
 DOCKER="${DOCKER:-/usr/bin/docker}"
 [ -x "$DOCKER" ] || DOCKER=docker
 REPO=spcd-e2e/libvirt
-PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86"
+PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 python3 sudo"
+KOLLA="${SPCD_KOLLA_DIR:-$here/../../../shared/peers/kolla-2024.1}"
+KOLLA_FILES="set_configs.py:kolla_set_configs start.sh:kolla_start copy_cacerts.sh:kolla_copy_cacerts"
+for pair in $KOLLA_FILES sudoers:; do
+  [ -r "$KOLLA/${pair%%:*}" ] || {
+    echo "build-images: missing $KOLLA/${pair%%:*} (Kolla's runtime files are read from ../shared beside the repository; SPCD_KOLLA_DIR overrides)" >&2
+    exit 1
+  }
+done
 
 log() { echo "build-images: $*" >&2; }
 # shellcheck source=../lib/debian-rootfs.sh
@@ -42,8 +58,9 @@ rootfs_need_tools
 input_hash() {
   local suite="$1"
   {
-    sha256sum "$0" "$here/image/qemu.conf" "$here/image/libvirtd.conf" "$here/../lib/debian-rootfs.sh" |
-      awk '{ print $1 }'
+    sha256sum "$0" "$here/image/qemu.conf" "$here/image/libvirtd.conf" "$here/image/kolla_extend_start" \
+      "$here/../lib/debian-rootfs.sh" | awk '{ print $1 }'
+    for pair in $KOLLA_FILES sudoers:; do sha256sum "$KOLLA/${pair%%:*}" | awk '{ print $1 }'; done
     echo "suite=$suite mirror=$MIRROR packages=$PACKAGES"
   } | sha256sum | cut -c1-16
 }
@@ -71,6 +88,27 @@ import_tar() {
   # Drop the image this one replaces (fails harmlessly while a container uses it).
   new=$("$DOCKER" image inspect -f '{{.Id}}' "$REPO:$suite")
   if [ -n "$old" ] && [ "$old" != "$new" ]; then "$DOCKER" rmi "$old" >/dev/null 2>&1 || true; fi
+}
+
+# Kolla's runtime and users in ROOT, as Kolla's nova-libvirt image has them.
+kolla_runtime() {
+  local root="$1" pair name uid
+  for pair in kolla:42400 qemu:42427 nova:42436; do
+    name=${pair%%:*} uid=${pair##*:}
+    grep -q "^$name:" "$root/etc/group" || chroot "$root" groupadd --gid "$uid" "$name"
+  done
+  for pair in qemu:42427 nova:42436; do
+    name=${pair%%:*} uid=${pair##*:}
+    grep -q "^$name:" "$root/etc/passwd" ||
+      chroot "$root" useradd --no-create-home --no-log-init --home-dir "/var/lib/$name" \
+        --shell /usr/sbin/nologin --uid "$uid" --gid "$uid" --groups kolla "$name"
+  done
+  chroot "$root" usermod -a -G qemu nova
+  for pair in $KOLLA_FILES; do install -m 0755 "$KOLLA/${pair%%:*}" "$root/usr/local/bin/${pair##*:}"; done
+  install -m 0755 "$here/image/kolla_extend_start" "$root/usr/local/bin/kolla_extend_start"
+  install -m 0440 "$KOLLA/sudoers" "$root/etc/sudoers.d/kolla"
+  install -d -m 2775 -o 0 -g 42400 "$root/var/log/kolla"
+  mkdir -p "$root/var/lib/kolla/config_files"
 }
 
 build_one() {
@@ -124,6 +162,7 @@ build_one() {
   if [ -f "$root/etc/shadow" ] && ! grep -q '^libvirt-qemu:' "$root/etc/shadow"; then
     echo 'libvirt-qemu:!:19000::::::' >>"$root/etc/shadow"
   fi
+  kolla_runtime "$root"
   install -m 0644 "$here/image/qemu.conf" "$root/etc/libvirt/qemu.conf"
   install -m 0644 "$here/image/libvirtd.conf" "$root/etc/libvirt/libvirtd.conf"
   mkdir -p "$root/var/log/libvirt/qemu" "$root/var/lib/libvirt/qemu" "$root/var/cache/libvirt/qemu" \

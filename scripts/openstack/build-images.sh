@@ -82,6 +82,10 @@ done
 install -m 0440 "$KOLLA/sudoers" "$ctx/sudoers"
 install -m 0755 "$here/image/kolla_extend_start" "$ctx/kolla_extend_start"
 install -m 0755 "$here/image/nova-compute" "$ctx/nova-compute"
+# This image's ebtables-nft 1.8.9 cannot delete the Linux bridge agent's
+# among rules on this kernel: the wrapper (no template values in it) goes
+# first in PATH, as /usr/local/sbin/ebtables (docs/openstack-e2e.md).
+install -m 0755 "$repo/templates/neutron/ebtables-among-delete.j2" "$ctx/ebtables"
 
 rootfs_hash=$({
   sha256sum "$here/rootfs.sh" "$here/image/packages" "$here/image/users" "$here/image/debconf.preseed" \
@@ -175,6 +179,7 @@ cat >"$ctx/Dockerfile" <<EOF
 FROM $base_id
 COPY kolla_set_configs kolla_start kolla_copy_cacerts kolla_extend_start nova-compute healthcheck_curl healthcheck_filemod healthcheck_listen healthcheck_port healthcheck_socket /usr/local/bin/
 COPY sudoers /etc/sudoers.d/kolla
+COPY ebtables /usr/local/sbin/ebtables
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8
 LABEL org.opencontainers.image.version="$nova_version" \\
   spcd-e2e.input-hash="$input_hash" spcd-e2e.rootfs-hash="$rootfs_hash" spcd-e2e.suite="$SUITE" \\

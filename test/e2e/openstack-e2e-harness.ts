@@ -4,23 +4,33 @@
  * compute sets rendered for one run, a console watcher that stamps every
  * `counter N` line of a guest's console.log, and the qemu process of a domain.
  */
+import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
   closeSync,
+  copyFileSync,
   existsSync,
   mkdirSync,
   openSync,
   readFileSync,
   readSync,
   statSync,
+  symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { REPO } from '../support/daemon.js';
 import { buildImagesAndGuest, kv, run, startTime, type BuildCost } from './libvirt-e2e-harness.js';
 
 export const CONTROL_SET = join(REPO, 'container-sets-e2e', 'openstack', 'control.yaml');
-export const COMPUTE_SET = join(REPO, 'container-sets-e2e', 'openstack', 'compute.yaml');
+/** The shipped compute set the run copies unchanged (shipped_set=1 when the copy is the file). */
+export const COMPUTE_SET = join(REPO, 'container-sets', 'linuxbridge', 'compute.yaml');
+/** This machine's per-host overrides for it, and the passwords (copied with mode 0600). */
+export const COMPUTE_OVERRIDES = join(REPO, 'container-sets-e2e', 'hosts', 'openstack-compute.yaml');
+export const COMPUTE_SECRETS = join(REPO, 'container-sets-e2e', 'hosts', 'openstack-compute-secrets.yaml');
+/** kolla-ansible's named volumes the shipped compute set binds (spcd creates them, never removes them). */
+export const COMPUTE_VOLUMES = ['kolla_logs', 'libvirtd', 'nova_compute', 'nova_libvirt_qemu'];
 /** neutron-server alone: Nova's API needs Neutron even for servers with no network. */
 export const NETWORK_SET = join(REPO, 'container-sets-e2e', 'openstack', 'network.yaml');
 export const OPENSTACK_IMAGE = 'spcd-e2e/openstack:zed';
@@ -62,12 +72,7 @@ export function prepareRoot(root: string): void {
     ['keystone/fernet-keys', 42425, 0o700],
     ['keystone/credential-keys', 42425, 0o700],
     ['glance/images', 42415, 0o750],
-    ['libvirt/run/libvirt', 0, 0o755],
-    ['libvirt/var/lib/libvirt', 0, 0o755],
-    ['libvirt/etc/libvirt/qemu', 0, 0o755],
-    ['libvirt/var/cache/libvirt', 0, 0o755],
     ['libvirt/probe', 0, 0o755],
-    ['nova/instances', 42436, 0o755],
     ['netns', 0, 0o755],
   ];
   for (const [dir, uid, mode] of dirs) {
@@ -75,6 +80,81 @@ export function prepareRoot(root: string): void {
     chownSync(join(root, dir), uid, uid);
     chmodSync(join(root, dir), mode);
   }
+  // The shipped set binds the host's /run into nova_libvirt and nova_compute (as
+  // Kolla does): the libvirt helpers read ROOT/libvirt/run/libvirt, which is /run/libvirt.
+  symlinkSync('/run', join(root, 'libvirt', 'run'));
+}
+
+/**
+ * The shipped set binds /run with shared propagation, which needs a shared
+ * mount above it. systemd makes / rshared at boot; this VM's PID 1 is not
+ * systemd, so the run does what it would (docs/kolla-compatibility.md).
+ */
+export function ensureSharedRoot(): string {
+  const prop = execFileSync('findmnt', ['-no', 'PROPAGATION', '/'], { encoding: 'utf8' }).trim();
+  if (prop !== 'shared') execFileSync('mount', ['--make-rshared', '/']);
+  return prop;
+}
+
+/** Prints the last lines a container logged (for a run that failed before its steps). */
+export async function logTail(container: string, lines = 80): Promise<void> {
+  const r = await run('/usr/bin/docker', ['logs', '--tail', String(lines), container], 60_000).catch(
+    (e: Error) => ({ stdout: '', stderr: e.message }),
+  );
+  console.log(`--- ${container}, last ${lines} lines ---\n${r.stdout}${r.stderr}`);
+}
+
+/** Where a named volume's data is on the host. */
+export function volumeDir(name: string): string {
+  return execFileSync('/usr/bin/docker', ['volume', 'inspect', '-f', '{{.Mountpoint}}', name], {
+    encoding: 'utf8',
+  }).trim();
+}
+
+/** Removes the named volumes a run's compute set made (a fresh host has none); says which went. */
+export function removeVolumes(names: readonly string[]): string[] {
+  const gone: string[] = [];
+  for (const n of names) {
+    try {
+      execFileSync('/usr/bin/docker', ['volume', 'rm', n], { stdio: 'ignore' });
+      gone.push(n);
+    } catch {
+      // absent, or still used by a container left behind (its cleanup reports it)
+    }
+  }
+  return gone;
+}
+
+/** 1 when FILE is the shipped compute set, byte for byte; throws otherwise (the run proves nothing else). */
+export function sameAsShipped(file: string): 1 {
+  if (readFileSync(file, 'utf8') !== readFileSync(COMPUTE_SET, 'utf8'))
+    throw new Error(`the compute set spcd runs (${file}) differs from ${COMPUTE_SET}`);
+  return 1;
+}
+
+/**
+ * The compute host of one run: the shipped compute set copied as it is into
+ * spcd's sets folder, this host's overrides (with the run's label and
+ * interface) and secrets (mode 0600) beside it, / made rshared, no volume
+ * left from an earlier run. Returns shipped_set (1).
+ */
+export function computeHost(sb: { setsDir: string; root: string }, r: Rendering): 1 {
+  const set = join(sb.setsDir, 'compute.yaml');
+  writeFileSync(set, readFileSync(COMPUTE_SET, 'utf8'));
+  writeFileSync(join(sb.root, 'overrides.yaml'), renderOverrides(r));
+  copyFileSync(COMPUTE_SECRETS, join(sb.root, 'secrets.yaml'));
+  chmodSync(join(sb.root, 'secrets.yaml'), 0o600);
+  console.log(
+    `host: / propagation was ${ensureSharedRoot()}; stale volumes removed: ${removeVolumes(COMPUTE_VOLUMES).join(',') || 'none'}`,
+  );
+  return sameAsShipped(set);
+}
+
+/** The overrides file with this run's label and interface. */
+export function renderOverrides(r: Rendering): string {
+  return readFileSync(COMPUTE_OVERRIDES, 'utf8')
+    .replace(/spcd-e2e\.run: manual/g, `spcd-e2e.run: ${r.runId}`)
+    .replace(/\bspcdn-e2e\b/g, r.iface ?? 'spcdn-e2e');
 }
 
 export interface Rendering {

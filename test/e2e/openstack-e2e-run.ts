@@ -7,19 +7,25 @@
  * ping window recorded), `tearDown` (everything the run made removed, the
  * summary line printed and written to SPCD_E2E_SUMMARY).
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EventTap, IMAGE_11, run, SpcdApi, vmsh } from './libvirt-e2e-harness.js';
 import { OpenStack } from './openstack-client.js';
 import {
   buildAll,
+  computeHost,
+  logTail,
   COMPUTE_SET,
+  COMPUTE_VOLUMES,
   CONTROL_SET,
   ConsoleWatch,
   NETWORK_SET,
   prepareRoot,
+  removeVolumes,
   renderSetFile,
+  volumeDir,
 } from './openstack-e2e-harness.js';
+import { setMembers } from './openstack-control-steps.js';
 import {
   hostNetworkDown,
   hostNetworkLeft,
@@ -122,7 +128,13 @@ export class OpenStackE2eRun {
     return this.os!;
   }
 
-  readonly name = (svc: string): string => `${this.prefix}${svc}`;
+  /** The shipped compute set's containers keep their names; the test's own sets get the run's prefix. */
+  private readonly computeNames = new Set(setMembers(COMPUTE_SET).containers);
+  readonly name = (svc: string): string => (this.computeNames.has(svc) ? svc : `${this.prefix}${svc}`);
+  /** 1 when the compute set spcd ran is the shipped file, byte for byte (checked at set-up). */
+  shippedSet = 0;
+  /** Whether /run/libvirt was there before the run (else the run removes it at the end). */
+  private hadRunLibvirt = true;
 
   /** Each VM's direction: its stamped console, pinging the other VM's address. */
   readonly pingSources = (): PingSource[] =>
@@ -140,7 +152,13 @@ export class OpenStackE2eRun {
     });
 
   readonly startSpcd = async (env: NodeJS.ProcessEnv = {}): Promise<void> => {
-    const p = SpcdProcess.start(this.sb!, this.o.spcdArgs, env);
+    const host = [
+      '--overrides',
+      join(this.sb!.root, 'overrides.yaml'),
+      '--secrets',
+      join(this.sb!.root, 'secrets.yaml'),
+    ];
+    const p = SpcdProcess.start(this.sb!, [...this.o.spcdArgs, ...host], env);
     this.spcd = p;
     await p.readyOrExit(300_000);
     this.tap = await EventTap.open(this.sb!.socket);
@@ -171,7 +189,8 @@ export class OpenStackE2eRun {
       writeSet(sb, 'control.yaml', renderSetFile(CONTROL_SET, r));
       writeSet(sb, 'network.yaml', renderSetFile(NETWORK_SET, r));
     }
-    writeSet(sb, 'compute.yaml', renderSetFile(COMPUTE_SET, r));
+    this.hadRunLibvirt = existsSync('/run/libvirt');
+    this.shippedSet = computeHost(sb, r);
     const tStart = Date.now();
     await this.startSpcd();
     this.api = new SpcdApi(sb.socket);
@@ -234,7 +253,7 @@ export class OpenStackE2eRun {
       const s = (await os.server(id))!;
       const domain = s['OS-EXT-SRV-ATTR:instance_name']!;
       const qemu = await waitQemu(join(root, 'libvirt'), domain);
-      const console_ = new ConsoleWatch(consoleLog(join(root, 'nova/instances'), id));
+      const console_ = new ConsoleWatch(consoleLog(join(volumeDir('nova_compute'), 'instances'), id));
       this.vms.push({ id, domain, qemu, console: console_ });
     }
     for (const vm of this.vms)
@@ -325,6 +344,8 @@ export class OpenStackE2eRun {
         await os.request('compute', 'DELETE', `/flavors/${made.flavor}`).catch(() => undefined);
       if (made.network) await deleteNetwork(os, made.network, made.ports, hostNet);
     }
+    // A set-up that did not get its VMs: what the compute containers said, before they go.
+    if (vms.length < this.o.vms) for (const c of ['nova_compute', 'nova_libvirt']) await logTail(c);
     this.tap?.close();
     await this.spcd?.stop();
     if (sb) {
@@ -338,6 +359,8 @@ export class OpenStackE2eRun {
         console.log(`cleanup ${vm.domain}: ${JSON.stringify(c)}`);
       }
       await cleanupInstance(sb.instance);
+      console.log(`volumes removed: ${removeVolumes(COMPUTE_VOLUMES).join(',') || 'none'}`);
+      if (!this.hadRunLibvirt) rmSync('/run/libvirt', { recursive: true, force: true });
       // After the containers are gone: a Linux bridge agent still running (spcd
       // leaves containers running when it stops) would put its chains back.
       if (hostNet) {
@@ -370,7 +393,7 @@ export class OpenStackE2eRun {
     const census = results.reduce((n, r) => n + r.censusMismatches, 0);
     console.log(`openstack_e2e_total_s=${((Date.now() - o.t0) / 1000).toFixed(1)}`);
     return (
-      `openstack_vms_survived=${vmSteps}/${o.steps * o.vms} nova_managed_after=${this.managed} census_mismatches=${census} ` +
+      `openstack_vms_survived=${vmSteps}/${o.steps * o.vms} nova_managed_after=${this.managed} census_mismatches=${census} shipped_set=${this.shippedSet} ` +
       `rabbit_outage_restarts=${this.rabbitOutageRestarts ?? 'nan'} ` +
       `max_libvirt_window_s=${lib.length ? Math.max(...lib).toFixed(2) : 'nan'} max_compute_up_s=${up.length ? Math.max(...up).toFixed(1) : 'nan'} compute_up_floor_s=${floor.length ? Math.min(...floor).toFixed(1) : 'nan'} network_ok=${this.networkOk}/${o.steps} ` +
       (this.ping?.summary ??

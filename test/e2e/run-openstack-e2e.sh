@@ -24,10 +24,11 @@ if [ -s "$summary" ]; then
   tail -n 1 "$summary"
   grep -q '^openstack_vms_survived=\([0-9]*\)/\1 nova_managed_after=1 census_mismatches=0 ' "$summary" || [ "$rc" != 0 ] || rc=1
   grep -q ' vm_ping_lost=0 ' "$summary" || [ "$rc" != 0 ] || rc=1
+  grep -q ' shipped_set=1 ' "$summary" || [ "$rc" != 0 ] || rc=1
   grep -q ' ns_ping_lost=0\( \|$\)' "$summary" || [ "$rc" != 0 ] || rc=1
 else
   # The test did not get as far as its summary (e.g. vitest could not start).
-  echo "openstack_vms_survived=0/0 nova_managed_after=0 census_mismatches=0 rabbit_outage_restarts=nan max_libvirt_window_s=nan max_compute_up_s=nan compute_up_floor_s=nan vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan"
+  echo "openstack_vms_survived=0/0 nova_managed_after=0 census_mismatches=0 shipped_set=0 rabbit_outage_restarts=nan max_libvirt_window_s=nan max_compute_up_s=nan compute_up_floor_s=nan vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan"
   [ "$rc" != 0 ] || rc=1
 fi
 exit "$rc"

@@ -3,10 +3,11 @@
  * ebtables-nft (docs/openstack-e2e.md, "The agent's MAC rules on ebtables-nft
  * 1.8.9"). In a container of spcd-e2e/openstack:zed with the agent's
  * capabilities and its own network namespace (NetworkMode none), the agent's
- * files as spcd renders them from the e2e compute set
- * (container-sets-e2e/openstack/compute.yaml), copied by Kolla's own
- * kolla_set_configs, among them the ebtables wrapper
- * (templates/neutron/ebtables-among-delete.j2). Then Debian's unmodified
+ * files as spcd renders them from the shipped Linux bridge compute set with
+ * the end-to-end host's overrides (container-sets-e2e/hosts/), copied by
+ * Kolla's own kolla_set_configs; the image carries the ebtables wrapper
+ * (templates/neutron/ebtables-among-delete.j2, installed by
+ * scripts/openstack/build-images.sh). Then Debian's unmodified
  * Neutron code (arp_protect, through its privsep daemon started with `sudo
  * neutron-rootwrap`, as user neutron: the agent's own path) sets one port up
  * twice, as a restarted agent does, and once more with a second MAC.
@@ -16,18 +17,15 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TemplateConfig } from '../../agent/config/template-config.js';
-import { silentLogger } from '../../agent/log.js';
-import { allContainers } from '../../agent/model/spec.js';
-import { loadDesired } from '../../agent/spec/load.js';
 import { run } from '../e2e/libvirt-e2e-harness.js';
 import { AMONG_DELETE_LOG } from '../e2e/openstack-vm-net.js';
 import { execIn, removeById, startContainer, type ExecResult } from '../support/containers.js';
 import { REPO, sandbox } from '../support/daemon.js';
 import { cleanupInstance } from '../support/docker.js';
+import { e2eNode } from '../support/e2e-compute.js';
 
 const IMAGE = 'spcd-e2e/openstack:zed';
-const AGENT = 'spcd_e2e_os_neutron_linuxbridge_agent';
+const AGENT = 'neutron_linuxbridge_agent';
 const BUILD_TIMEOUT_MS = 45 * 60_000;
 /** Bounds Neutron's endless retry; a working setup takes seconds (about 15 s under load). */
 const SETUP_TIMEOUT_S = 150;
@@ -61,20 +59,7 @@ let id = '';
 
 /** The agent container's files and config.json, as spcd renders them, in a folder for /var/lib/kolla/config_files. */
 async function agentConfigFolder(): Promise<string> {
-  const config = new TemplateConfig({
-    templatesDir: join(REPO, 'templates'),
-    configRoot: join(sb.root, 'config-root'),
-    files: { globalsFile: undefined, secretsFile: undefined },
-    log: silentLogger(),
-  });
-  const desired = await loadDesired({
-    setsDir: join(REPO, 'container-sets-e2e', 'openstack'),
-    checkLibraryFile: join(REPO, 'healthchecks', 'library.yaml'),
-  });
-  await config.load(desired);
-  const spec = allContainers(desired.sets).find((c) => c.name === AGENT);
-  if (!spec) throw new Error(`no container ${AGENT} in container-sets-e2e/openstack`);
-  const r = config.render(spec);
+  const r = (await e2eNode()).render(AGENT);
   const dir = join(sb.root, 'config_files');
   for (const f of r.files) {
     mkdirSync(dirname(join(dir, f.dest)), { recursive: true });

@@ -1,7 +1,8 @@
 /**
- * A real OpenStack compute node under spcd (issue #12 part 4,
- * docs/openstack-e2e.md): one spcd runs the control set and the compute set
- * (container-sets-e2e/openstack/). The test uploads the tiny guest to Glance
+ * A real OpenStack compute node under spcd (docs/openstack-e2e.md): one spcd
+ * runs the test's control and network sets (container-sets-e2e/openstack/)
+ * and the shipped Linux bridge compute set, unchanged, with this host's
+ * overrides (container-sets-e2e/hosts/). The test uploads the tiny guest to Glance
  * (kernel aki, ramdisk ari, a 1 MiB raw root with kernel_id, ramdisk_id and
  * os_command_line), makes a flat Neutron network on a veth the test made
  * (no uplink: its peer stays down; DHCP from Neutron's agent), checks the Linux bridge and DHCP
@@ -64,7 +65,7 @@ import { waitFor } from '../support/wait.js';
  * Steps 6 and 7 (the Linux bridge agent's upgrade, and SIGKILL during it)
  * run unless SPCD_E2E_LB_AGENT_STEPS=0. The image's ebtables-nft (1.8.9)
  * cannot delete the agent's own `--among-src` rule by its specification on
- * this kernel; the test's compute set gives the agent an ebtables wrapper
+ * this kernel; the test's OpenStack image gives the agent an ebtables wrapper
  * that deletes it by number (templates/neutron/ebtables-among-delete.j2,
  * docs/openstack-e2e.md "The agent's MAC rules on ebtables-nft 1.8.9").
  * Without it a restarted agent retries for ever and its ports stay BUILD.

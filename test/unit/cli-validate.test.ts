@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -27,6 +27,25 @@ describe('spcctl validate on the shipped definitions', () => {
         ])
       ).code,
     ).toBe(0);
+  });
+
+  it("the shipped Linux bridge set with the end-to-end host's overrides and secrets renders", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spcctl-validate-'));
+    const secrets = join(dir, 'secrets.yaml');
+    copyFileSync('container-sets-e2e/hosts/openstack-compute-secrets.yaml', secrets);
+    chmodSync(secrets, 0o600);
+    const r = await cli([
+      'validate',
+      'container-sets/linuxbridge',
+      '--overrides',
+      'container-sets-e2e/hosts/openstack-compute.yaml',
+      '--templates',
+      'templates',
+      '--secrets',
+      secrets,
+    ]);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
   });
 
   it('exits non-zero with file:line errors on invalid ones', async () => {

@@ -8,13 +8,15 @@ import { allContainers } from '../../agent/model/spec.js';
 import { renderedFileMap } from '../../agent/render/renderer.js';
 import { loadDesired } from '../../agent/spec/load.js';
 import { REPO } from '../support/daemon.js';
+import { e2eNode } from '../support/e2e-compute.js';
 
 /**
- * The compute and network sets of the OpenStack end-to-end test
- * (container-sets-e2e/openstack/compute.yaml, network.yaml) rendered as spcd
- * renders them: the values a real nova-compute, libvirtd and neutron-server
- * need on this host (docs/openstack-e2e.md), and the shipped compute set
- * (container-sets/compute.yaml) left without the test's extras.
+ * The OpenStack end-to-end node rendered as spcd renders it: the shipped
+ * Linux bridge compute set with this machine's overrides and the test's
+ * secrets (container-sets-e2e/hosts/openstack-compute.yaml), and the test's
+ * network set: the values a real nova-compute, libvirtd and neutron-server
+ * need on this host (docs/openstack-e2e.md); and the shipped compute sets
+ * (container-sets/) left without the test's extras.
  */
 async function rendered(
   setsDir: string,
@@ -49,6 +51,11 @@ async function rendered(
   return renderedFileMap(config.render(spec));
 }
 
+/** A container of the end-to-end node (the shipped compute set with this machine's overrides), rendered. */
+async function renderedOnNode(container: string): Promise<Map<string, string>> {
+  return renderedFileMap((await e2eNode()).render(container));
+}
+
 /** The values a real host gives the shipped sets (they have no safe default). */
 const HOST_GLOBALS = [
   'keystone: { internal_url: "http://192.0.2.2:5000/v3" }',
@@ -59,8 +66,7 @@ const HOST_GLOBALS = [
 
 describe('openstack compute and network sets rendering', () => {
   it("nova-compute's nova.conf: TCG, no CPU model, stop at once, privsep without rootwrap, loopback AMQP", async () => {
-    const conf =
-      (await rendered('container-sets-e2e/openstack', 'spcd_e2e_os_nova_compute')).get('nova.conf') ?? '';
+    const conf = (await renderedOnNode('nova_compute')).get('nova.conf') ?? '';
     expect(conf).toMatch(/^virt_type = qemu$/m);
     expect(conf).toMatch(/^cpu_mode = none$/m);
     expect(conf).toMatch(/^shutdown_timeout = 0$/m);
@@ -79,15 +85,14 @@ describe('openstack compute and network sets rendering', () => {
   });
 
   it("nova_libvirt's libvirtd.conf lets Kolla's nova gid use the socket", async () => {
-    const conf =
-      (await rendered('container-sets-e2e/openstack', 'spcd_e2e_os_nova_libvirt')).get('libvirtd.conf') ?? '';
+    const conf = (await renderedOnNode('nova_libvirt')).get('libvirtd.conf') ?? '';
     expect(conf).toMatch(/^unix_sock_group = "\+42436"$/m);
     expect(conf).toMatch(/^unix_sock_rw_perms = "0770"$/m);
     expect(conf).toMatch(/^listen_tcp = 0$/m);
   });
 
   it('neutron-server listens on loopback with the plugins its port queries need', async () => {
-    const files = await rendered('container-sets-e2e/openstack', 'spcd_e2e_os_neutron_server');
+    const files = await renderedOnNode('spcd_e2e_os_neutron_server');
     const conf = files.get('neutron.conf') ?? '';
     expect(conf).toMatch(/^bind_host = 127\.0\.0\.1$/m);
     expect(conf).toMatch(/^bind_port = 19696$/m);
@@ -107,7 +112,7 @@ describe('openstack compute and network sets rendering', () => {
   });
 
   it('the DHCP agent: the compute host, Linux bridge interfaces, no DNS forwarding', async () => {
-    const files = await rendered('container-sets-e2e/openstack', 'spcd_e2e_os_neutron_dhcp_agent');
+    const files = await renderedOnNode('spcd_e2e_os_neutron_dhcp_agent');
     expect(files.get('neutron.conf')).toMatch(/^host = spcd-e2e-compute$/m);
     expect(files.get('neutron.conf')).toMatch(
       /^transport_url = rabbit:\/\/guest:guest@127\.0\.0\.1:16572\/$/m,
@@ -119,7 +124,7 @@ describe('openstack compute and network sets rendering', () => {
   });
 
   it('the Linux bridge agent maps the physnet to the test interface, iptables security groups, no VXLAN', async () => {
-    const files = await rendered('container-sets-e2e/openstack', 'spcd_e2e_os_neutron_linuxbridge_agent');
+    const files = await renderedOnNode('neutron_linuxbridge_agent');
     expect(files.get('neutron.conf')).toMatch(/^host = spcd-e2e-compute$/m);
     const ini = files.get('linuxbridge_agent.ini') ?? '';
     expect(ini).toMatch(/^physical_interface_mappings = spcd-e2e:spcdn-e2e$/m);

@@ -1,0 +1,46 @@
+import { copyFileSync, cpSync, chmodSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TemplateConfig } from '../../agent/config/template-config.js';
+import { silentLogger } from '../../agent/log.js';
+import { allContainers, type ContainerSpec } from '../../agent/model/spec.js';
+import type { RenderedConfig } from '../../agent/render/renderer.js';
+import { loadDesired } from '../../agent/spec/load.js';
+import { REPO } from './daemon.js';
+
+/**
+ * The OpenStack end-to-end test's node as spcd loads it: the test's control
+ * and network sets (container-sets-e2e/openstack/) beside the shipped Linux
+ * bridge compute set, with this machine's overrides (container-sets-e2e/hosts/) and
+ * the test's secrets (copied with mode 0600). Renders any of its containers.
+ */
+export async function e2eNode(): Promise<{
+  spec: (name: string) => ContainerSpec;
+  render: (name: string) => RenderedConfig;
+}> {
+  const dir = mkdtempSync(join(tmpdir(), 'spcd-e2e-node-'));
+  const sets = join(dir, 'sets');
+  cpSync(join(REPO, 'container-sets-e2e', 'openstack'), sets, { recursive: true });
+  copyFileSync(join(REPO, 'container-sets', 'linuxbridge', 'compute.yaml'), join(sets, 'compute.yaml'));
+  const secretsFile = join(dir, 'secrets.yaml');
+  copyFileSync(join(REPO, 'container-sets-e2e', 'hosts', 'openstack-compute-secrets.yaml'), secretsFile);
+  chmodSync(secretsFile, 0o600);
+  const config = new TemplateConfig({
+    templatesDir: join(REPO, 'templates'),
+    configRoot: join(dir, 'config'),
+    files: { globalsFile: undefined, secretsFile },
+    log: silentLogger(),
+  });
+  const desired = await loadDesired({
+    setsDir: sets,
+    checkLibraryFile: join(REPO, 'healthchecks', 'library.yaml'),
+    overridesFile: join(REPO, 'container-sets-e2e', 'hosts', 'openstack-compute.yaml'),
+  });
+  await config.load(desired);
+  const spec = (name: string): ContainerSpec => {
+    const s = allContainers(desired.sets).find((c) => c.name === name);
+    if (!s) throw new Error(`no container ${name} on the end-to-end node`);
+    return s;
+  };
+  return { spec, render: (name) => config.render(spec(name)) };
+}
