@@ -135,11 +135,10 @@ async function startLibvirtd(libvirtdConf: string): Promise<void> {
   writeFileSync(join(confDir, 'libvirtd.conf'), libvirtdConf);
   libvirtd = await d.createContainer({
     Image: LIBVIRT,
-    // Kolla's nova-libvirt image has Kolla's nova user; this Debian libvirt image gets it here.
-    Entrypoint: ['/bin/sh', '-c'],
-    Cmd: [
-      'groupadd -r -g 42436 nova && useradd -r -u 42436 -g 42436 -M -s /usr/sbin/nologin nova && exec libvirtd -f /cfg/libvirtd.conf',
-    ],
+    // The image has Kolla's nova user (42436), as Kolla's nova-libvirt image
+    // does (scripts/libvirt/build-images.sh): libvirtd names its clients by it.
+    Entrypoint: ['libvirtd'],
+    Cmd: ['-f', '/cfg/libvirtd.conf'],
     Labels: { 'spcd.instance': INSTANCE },
     HostConfig: {
       NetworkMode: 'none',
