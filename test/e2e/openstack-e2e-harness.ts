@@ -15,6 +15,7 @@ import {
   openSync,
   readFileSync,
   readSync,
+  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -148,6 +149,12 @@ export function computeHost(sb: { setsDir: string; root: string }, r: Rendering)
     `host: / propagation was ${ensureSharedRoot()}; stale volumes removed: ${removeVolumes(COMPUTE_VOLUMES).join(',') || 'none'}`,
   );
   return sameAsShipped(set);
+}
+
+/** After the run's containers are gone: the volumes its compute set made, and /run/libvirt when the run made it. */
+export function computeHostDown(hadRunLibvirt: boolean): void {
+  console.log(`volumes removed: ${removeVolumes(COMPUTE_VOLUMES).join(',') || 'none'}`);
+  if (!hadRunLibvirt) rmSync('/run/libvirt', { recursive: true, force: true });
 }
 
 /** The overrides file with this run's label and interface. */

@@ -14,14 +14,13 @@ import { OpenStack } from './openstack-client.js';
 import {
   buildAll,
   computeHost,
+  computeHostDown,
   logTail,
   COMPUTE_SET,
-  COMPUTE_VOLUMES,
   CONTROL_SET,
   ConsoleWatch,
   NETWORK_SET,
   prepareRoot,
-  removeVolumes,
   renderSetFile,
   volumeDir,
 } from './openstack-e2e-harness.js';
@@ -133,8 +132,7 @@ export class OpenStackE2eRun {
   readonly name = (svc: string): string => (this.computeNames.has(svc) ? svc : `${this.prefix}${svc}`);
   /** 1 when the compute set spcd ran is the shipped file, byte for byte (checked at set-up). */
   shippedSet = 0;
-  /** Whether /run/libvirt was there before the run (else the run removes it at the end). */
-  private hadRunLibvirt = true;
+  private hadRunLibvirt = true; // /run/libvirt was there before the run (else the run removes it)
 
   /** Each VM's direction: its stamped console, pinging the other VM's address. */
   readonly pingSources = (): PingSource[] =>
@@ -344,8 +342,7 @@ export class OpenStackE2eRun {
         await os.request('compute', 'DELETE', `/flavors/${made.flavor}`).catch(() => undefined);
       if (made.network) await deleteNetwork(os, made.network, made.ports, hostNet);
     }
-    // A set-up that did not get its VMs: what the compute containers said, before they go.
-    if (vms.length < this.o.vms) for (const c of ['nova_compute', 'nova_libvirt']) await logTail(c);
+    if (vms.length < this.o.vms) for (const c of ['nova_compute', 'nova_libvirt']) await logTail(c); // set-up failed
     this.tap?.close();
     await this.spcd?.stop();
     if (sb) {
@@ -359,8 +356,7 @@ export class OpenStackE2eRun {
         console.log(`cleanup ${vm.domain}: ${JSON.stringify(c)}`);
       }
       await cleanupInstance(sb.instance);
-      console.log(`volumes removed: ${removeVolumes(COMPUTE_VOLUMES).join(',') || 'none'}`);
-      if (!this.hadRunLibvirt) rmSync('/run/libvirt', { recursive: true, force: true });
+      computeHostDown(this.hadRunLibvirt);
       // After the containers are gone: a Linux bridge agent still running (spcd
       // leaves containers running when it stops) would put its chains back.
       if (hostNet) {
