@@ -56,6 +56,13 @@ async function renderedOnNode(container: string): Promise<Map<string, string>> {
   return renderedFileMap((await e2eNode()).render(container));
 }
 
+/** The passwords the shipped sets need (their secrets file), as sample values. */
+const SHIPPED_SECRETS = [
+  'rabbitmq: { password: r }',
+  'nova: { keystone_password: n, placement_password: p, metadata_secret: m }',
+  'neutron: { keystone_password: q }',
+].join('\n');
+
 /** The values a real host gives the shipped sets (they have no safe default). */
 const HOST_GLOBALS = [
   'keystone: { internal_url: "http://192.0.2.2:5000/v3" }',
@@ -136,11 +143,7 @@ describe('openstack compute and network sets rendering', () => {
   });
 
   it("the shipped Linux bridge compute set: nova as the OVS set's, the agent with iptables and VXLAN", async () => {
-    const secrets = [
-      'rabbitmq: { password: r }',
-      'nova: { keystone_password: n, placement_password: p, metadata_secret: m }',
-      'neutron: { keystone_password: q }',
-    ].join('\n');
+    const secrets = SHIPPED_SECRETS;
     const lb = await rendered(
       'container-sets/linuxbridge',
       'neutron_linuxbridge_agent',
@@ -162,12 +165,27 @@ describe('openstack compute and network sets rendering', () => {
     }
   });
 
+  it('the shipped OVS set: OVSDB on its unix socket only, a TCP remote only on an address the host names', async () => {
+    const secrets = SHIPPED_SECRETS;
+    const db = await rendered('container-sets', 'openvswitch_db', `${secrets}\n`, HOST_GLOBALS);
+    expect(db.get('start-ovsdb-server')).toMatch(/--remote=punix:\/run\/openvswitch\/db\.sock/);
+    expect(db.get('start-ovsdb-server')).not.toMatch(/ptcp|tcp:/);
+    expect(JSON.parse(db.get('config.json') ?? '{}').command).toBe('start-ovsdb-server');
+    const agent = await rendered('container-sets', 'neutron_openvswitch_agent', `${secrets}\n`, HOST_GLOBALS);
+    expect(agent.get('openvswitch_agent.ini')).toMatch(
+      /^ovsdb_connection = unix:\/run\/openvswitch\/db\.sock$/m,
+    );
+    const tcp = await rendered(
+      'container-sets',
+      'openvswitch_db',
+      `${secrets}\n`,
+      `${HOST_GLOBALS}\nopenvswitch: { ovsdb_tcp_address: 192.0.2.10 }`,
+    );
+    expect(tcp.get('start-ovsdb-server')).toMatch(/^    --remote="ptcp:6640:192\.0\.2\.10" \\$/m);
+  });
+
   it('the shipped compute set keeps Nova defaults for what only the test sets', async () => {
-    const secrets = [
-      'rabbitmq: { password: r }',
-      'nova: { keystone_password: n, placement_password: p, metadata_secret: m }',
-      'neutron: { keystone_password: q }',
-    ].join('\n');
+    const secrets = SHIPPED_SECRETS;
     const conf =
       (await rendered('container-sets', 'nova_compute', `${secrets}\n`, HOST_GLOBALS)).get('nova.conf') ?? '';
     expect(conf).toMatch(/^virt_type = kvm$/m);

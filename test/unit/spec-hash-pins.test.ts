@@ -44,9 +44,9 @@ const PINS: Record<string, Record<string, Pin>> = {
       form: 'a254f27db069afd4d67435239790842e',
     },
     openvswitch_db: {
-      v2: 'v2-a2cb126adf6ca27387293a6064df47d8',
-      v1: 'v1-18bf385ade4d12ef086468eb6bec0e7b',
-      form: '6ce3ea4a9bd67f2e51b020521c7e2968',
+      v2: 'v2-e89c0de8b9955430e937a4264502f3b4',
+      v1: 'v1-435d3f5fbda035b7641aa2cbd45f7b8b',
+      form: '5d1592e346b0e5c5e1e963f33904e227',
     },
     openvswitch_vswitchd: {
       v2: 'v2-50b062540f693649f07237c75bb808b8',
