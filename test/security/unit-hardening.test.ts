@@ -26,7 +26,12 @@ const svc = `${instance}-svc`;
 
 const inBox = async (script: string): Promise<string> =>
   (await run(DOCKER, ['exec', box, 'sh', '-c', script], { encoding: 'utf8', timeout: 120_000 })).stdout;
-const spcctl = `/usr/local/bin/node ${REPO}/bin/spcctl.js --socket /run/spcd/spcd.sock`;
+/**
+ * The checkout inside the box, at a path of its own: the unit's PrivateTmp
+ * would hide a checkout under /tmp (where CI may clone it) from spcd.
+ */
+const BOX_REPO = '/opt/spcd';
+const spcctl = `/usr/local/bin/node ${BOX_REPO}/bin/spcctl.js --socket /run/spcd/spcd.sock`;
 const mainPid = async (): Promise<string> => (await inBox('systemctl show spcd -p MainPID --value')).trim();
 
 beforeAll(async () => {
@@ -57,7 +62,7 @@ beforeAll(async () => {
     '-v',
     '/var/run/docker.sock:/var/run/docker.sock',
     '-v',
-    `${REPO}:${REPO}:ro`,
+    `${REPO}:${BOX_REPO}:ro`,
     '-v',
     `${modules}:${modules}:ro`,
     '-v',
@@ -74,13 +79,13 @@ beforeAll(async () => {
   const set = `set: unit\ncontainers:\n  ${svc}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`;
   await inBox(
     [
-      `printf '#!/bin/sh\\nexec /usr/local/bin/node ${REPO}/bin/spcd.js "$@"\\n' > /usr/local/bin/spcd`,
+      `printf '#!/bin/sh\\nexec /usr/local/bin/node ${BOX_REPO}/bin/spcd.js "$@"\\n' > /usr/local/bin/spcd`,
       'chmod 755 /usr/local/bin/spcd',
       'mkdir -p /etc/spcd/container-sets /etc/systemd/system/spcd.service.d',
       `printf '%s' '${set}' > /etc/spcd/container-sets/unit.yaml`,
       "printf 'containers: {}\\n' > /etc/spcd/overrides.yaml",
       'groupadd -r spcd',
-      `cp ${REPO}/systemd/spcd.service /etc/systemd/system/spcd.service`,
+      `cp ${BOX_REPO}/systemd/spcd.service /etc/systemd/system/spcd.service`,
       // the one change to the unit: a name of its own for the containers of this test
       `printf '[Service]\\nEnvironment=SPCD_INSTANCE=${instance}\\n' > /etc/systemd/system/spcd.service.d/instance.conf`,
       'systemctl daemon-reload',
