@@ -181,7 +181,7 @@ describe('openstack compute and network sets rendering', () => {
       `${secrets}\n`,
       `${HOST_GLOBALS}\nopenvswitch: { ovsdb_tcp_address: 192.0.2.10 }`,
     );
-    expect(tcp.get('start-ovsdb-server')).toMatch(/^    --remote="ptcp:6640:192\.0\.2\.10" \\$/m);
+    expect(tcp.get('start-ovsdb-server')).toMatch(/^ {4}--remote="ptcp:6640:192\.0\.2\.10" \\$/m);
   });
 
   it('the shipped compute set keeps Nova defaults for what only the test sets', async () => {
