@@ -14,7 +14,7 @@ const RULES: readonly { what: string; re: RegExp }[] = [
   { what: 'a work branch', re: /\bh-[a-z][a-z0-9-]*\b|\bwork ?branch(es)?\b/i },
   {
     what: 'a work session',
-    re: /\b(first|second|third|this|that|last|next|earlier|previous|another) session\b|\bthe stop that (finished|closed|ended)\b/i,
+    re: /\b(first|second|third|this|that|last|next|earlier|previous|another) session\b|\bsession leases?\b|\bwith the session\b|\bthe stop that (finished|closed|ended)\b/i,
   },
   {
     what: "a helper's work",
@@ -44,10 +44,12 @@ describe("the docs speak to operators, not of the project's work", () => {
       "at load 2.4 with a helper's tests running",
       "load 12-23 from other helpers' runs",
       'measured at the end of the stop that finished it',
+      'as etcd keeps one session lease per client',
+      'the key alive with the session',
     ])
       expect(broken(bad), bad).not.toEqual([]);
     for (const fine of [
-      'one session lease per client (etcd)',
+      'one lease per node for as long as it follows (etcd)',
       "the helper's own BARRIER=1",
       'rootwrap helpers; privsep-helper',
       'the health check runs every 30 s',
