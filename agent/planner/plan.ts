@@ -138,7 +138,8 @@ function planAll(input: PlanInput): Plan {
         });
     }
 
-    const depsDown = d.spec.dependsOn.filter((dep) => !running(dep));
+    // A dependency counts once it runs and its checks passed (as Compose's service_healthy).
+    const depsDown = d.spec.dependsOn.filter((dep) => !running(dep) || input.facts.get(dep)?.ready === false);
 
     // Why nothing may be started now (create or restart alike); undefined when it may.
     const blocked = (): string | undefined => {

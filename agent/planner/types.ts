@@ -18,6 +18,12 @@ export interface RuntimeFacts {
   readonly failed: boolean;
   /** Earliest time a restart may happen (backoff). */
   readonly nextAttemptAt: number;
+  /**
+   * false while its checks have not passed since it started (still starting,
+   * or unhealthy): a container that depends on it is not started yet.
+   * Absent: ready whenever it runs.
+   */
+  readonly ready?: boolean;
   /** The last upgrade target that failed and was rolled back: not retried while it is the desired one. */
   readonly failedTarget?: {
     readonly specHash: string;

@@ -2,7 +2,7 @@ import type { Clock } from '../model/clock.js';
 import type { ObservedContainer } from '../model/observed.js';
 import type { ContainerSpec } from '../model/spec.js';
 import type { HealthGate, WatchedSpec } from '../executor/ports.js';
-import type { HealthAction, WatchTarget } from '../health/types.js';
+import type { ContainerHealthStatus, HealthAction, HealthChange, WatchTarget } from '../health/types.js';
 
 /** What health sync needs of the health room (HealthManager). */
 export interface HealthPort {
@@ -13,6 +13,9 @@ export interface HealthPort {
     patch: { containerId?: string; dockerHealth?: ObservedContainer['dockerHealth'] },
   ): void;
   onAction(listener: (a: HealthAction) => void): () => void;
+  onChange(listener: (c: HealthChange) => void): () => void;
+  /** The container's status now (undefined: not watched, it has no checks or does not run). */
+  snapshot(name: string): { readonly status: ContainerHealthStatus } | undefined;
   pause(name: string): void;
   resume(name: string): void;
   waitHealthy(name: string, containerId: string, deadlineMs: number, signal?: AbortSignal): Promise<void>;
@@ -51,6 +54,23 @@ export class HealthSync implements HealthGate {
 
   onAction(listener: (a: HealthAction) => void): () => void {
     return this.health.onAction(listener);
+  }
+
+  /**
+   * Whether the checks of a container that has some passed since it started
+   * (the planner's depends_on gate): not while it is still starting, is
+   * unhealthy, or is not watched yet.
+   */
+  ready(name: string): boolean {
+    const s = this.health.snapshot(name)?.status;
+    return s === 'healthy' || s === 'unknown';
+  }
+
+  /** Calls `listener` with the name of each container whose checks turn healthy. */
+  onReady(listener: (name: string) => void): () => void {
+    return this.health.onChange((c) => {
+      if (c.status === 'healthy' && c.previous !== 'healthy') listener(c.name);
+    });
   }
 
   /** Watches running containers with checks; drops watches of the others. */

@@ -13,14 +13,22 @@ export interface Requests {
 
 /**
  * What the planner is told beyond the engine: locks, operator stops,
- * failures, backoff, failed targets, and the requests (intents, heals).
+ * failures, backoff, failed targets, readiness (`ready`: the health room's
+ * verdict, for depends_on), and the requests (intents, heals).
  */
+/** Where the facts come from besides the definitions and the listing. */
+export interface FactSources {
+  readonly ledger: ContainerLedger;
+  readonly locks: ContainerLocks;
+  readonly state: Pick<StateStore, 'record'>;
+  /** The health room's verdict on a container with checks: they passed since it started. */
+  readonly ready: (name: string) => boolean;
+}
+
 export function runtimeFacts(
   desired: readonly DesiredContainer[],
   observed: readonly ObservedContainer[],
-  ledger: ContainerLedger,
-  locks: ContainerLocks,
-  state: Pick<StateStore, 'record'>,
+  { ledger, locks, state, ready }: FactSources,
   requests?: Requests,
 ): Map<string, RuntimeFacts> {
   const m = new Map<string, RuntimeFacts>();
@@ -35,6 +43,7 @@ export function runtimeFacts(
       heldStopped: rec?.heldStopped ?? false,
       failed: f.failed !== null,
       nextAttemptAt: f.backoff.nextAttemptAt,
+      ready: d.spec.healthchecks.length === 0 || ready(name),
       ...(rec?.failedTarget ? { failedTarget: rec.failedTarget } : {}),
       ...(intent ? { intent } : {}),
       ...(heal ? { heal } : {}),

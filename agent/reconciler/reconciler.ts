@@ -8,6 +8,7 @@ import type { DesiredContainer, HealRequest, Intent, Plan, RuntimeFacts } from '
 import { prepareStart } from '../executor/startup.js';
 import { EngineWatch, ENGINE_RETRY_MS } from './engine-watch.js';
 import { Heals } from './heal.js';
+import { followHealth } from './health-follow.js';
 import { ContainerLedger } from './ledger.js';
 import { IntentBook, type IntentResult } from './intents.js';
 import { ContainerLocks, type HeldOperation } from './locks.js';
@@ -16,15 +17,12 @@ import { QuarantineBook } from './quarantine.js';
 import { QuarantineRetry } from './quarantine-retry.js';
 import { noteExits, type ExitDeps } from './exits.js';
 import { PassLoop } from './pass-loop.js';
-import { runtimeFacts, UntouchedLog } from './plan-input.js';
+import { runtimeFacts, UntouchedLog, type FactSources } from './plan-input.js';
 import { stepOrigin } from './steps.js';
 import { StepLauncher } from './tasks.js';
 import { awaitShutdown, logStepsLeft, STOP_DEADLINE_MS } from './shutdown.js';
 
-export type { HealthPort } from './health-sync.js';
 export { isUpgrade, type HeldOperation, type OperationKind } from './locks.js';
-
-export type { ContainerFacts, Hold, Lifecycle, ReconcilerDeps } from './types.js';
 
 /**
  * The single owner of concurrency: observe -> plan -> execute -> repeat.
@@ -58,6 +56,7 @@ export class Reconciler {
   /** Containers whose journal entry is unresolved: left alone until an operator clears them. */
   readonly quarantine: QuarantineBook;
   private readonly retries: QuarantineRetry;
+  private readonly factSources: FactSources;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.ledger = new ContainerLedger(deps.backoff ?? DEFAULT_BACKOFF);
@@ -108,6 +107,8 @@ export class Reconciler {
       primary: (name) => this.primary(name),
       heldDuringListing: (name) => this.locks.heldDuringListing(name),
     };
+    const ready = (name: string): boolean => deps.health.ready(name);
+    this.factSources = { ledger: this.ledger, locks: this.locks, state: deps.exec.state, ready };
     this.heals = new Heals({
       ledger: this.ledger,
       events: deps.events,
@@ -130,12 +131,12 @@ export class Reconciler {
       throw new SpcdError('INTERNAL', `reconciler cannot start from ${this.lifecycle}`);
     this.lifecycle = 'starting';
     this.desired = desired;
-    this.unsubscribeHealth = this.deps.health.onAction((a) => {
-      if (!this.heals.noteAction(a)) return;
-      // Plan it at once when the last observation shows this very instance running: a pass may be
-      // slow to come (its inspect of another container waits while the engine starts that one).
-      if (this.lifecycle === 'running' && this.primary(a.name)?.id === a.containerId) this.healNow(a.name);
-      this.trigger();
+    this.unsubscribeHealth = followHealth(this.deps.health, {
+      heals: this.heals,
+      current: (a) => this.lifecycle === 'running' && this.primary(a.name)?.id === a.containerId,
+      healNow: (name) => this.healNow(name),
+      desired: () => this.desired,
+      trigger: () => this.trigger(),
     });
     await this.watch.waitAvailable();
     await prepareStart(this.deps.exec, desired);
@@ -318,7 +319,7 @@ export class Reconciler {
 
   private runtimeFacts(heals?: ReadonlyMap<string, HealRequest>): Map<string, RuntimeFacts> {
     const requests = heals && { heals, intents: (name: string) => this.intents.of(name) };
-    return runtimeFacts(this.desired, this.observed, this.ledger, this.locks, this.deps.exec.state, requests);
+    return runtimeFacts(this.desired, this.observed, this.factSources, requests);
   }
 
   /** One pass: the five steps of docs/architecture.md. Resolves with the delay before the next. */

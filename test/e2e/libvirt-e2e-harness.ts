@@ -160,6 +160,11 @@ export interface SpcdEventLine {
   readonly type: string;
   readonly at: number;
   readonly operationId?: string;
+  /** operation events: the verb or heal, and its container or set */
+  readonly kind?: string;
+  readonly target?: string;
+  /** engine events */
+  readonly available?: boolean;
   readonly container?: string;
   readonly step?: string;
   readonly outcome?: string;

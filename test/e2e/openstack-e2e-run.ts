@@ -52,6 +52,7 @@ import {
 } from './openstack-vm-net.js';
 import { SpcdActions, type SpcdControl } from './openstack-actions.js';
 import { NetnsPing } from './openstack-ns-ping.js';
+import { summaryLine } from './openstack-summary.js';
 import type { PingWindow } from './ping-log.js';
 import {
   computeUpSince,
@@ -380,20 +381,7 @@ export class OpenStackE2eRun {
 
   /** The summary line (test/e2e/run-openstack-e2e.sh prints it last); logs the total time first. */
   private summary(): string {
-    const { results, o } = this;
-    const vmSteps = results.reduce((n, r) => n + r.vmsOk, 0);
-    const lib = results.map((r) => r.libvirtBackS).filter((x) => Number.isFinite(x));
-    const up = results.map((r) => r.computeUpS).filter((x) => Number.isFinite(x));
-    // The floor of a nova-compute step's window: nova-compute's own start -> up, fastest in this run.
-    const floor = results.map((r) => r.computeStartToUpS).filter((x) => Number.isFinite(x));
-    const census = results.reduce((n, r) => n + r.censusMismatches, 0);
-    console.log(`openstack_e2e_total_s=${((Date.now() - o.t0) / 1000).toFixed(1)}`);
-    return (
-      `openstack_vms_survived=${vmSteps}/${o.steps * o.vms} nova_managed_after=${this.managed} census_mismatches=${census} shipped_set=${this.shippedSet} ` +
-      `rabbit_outage_restarts=${this.rabbitOutageRestarts ?? 'nan'} ` +
-      `max_libvirt_window_s=${lib.length ? Math.max(...lib).toFixed(2) : 'nan'} max_compute_up_s=${up.length ? Math.max(...up).toFixed(1) : 'nan'} compute_up_floor_s=${floor.length ? Math.min(...floor).toFixed(1) : 'nan'} network_ok=${this.networkOk}/${o.steps} ` +
-      (this.ping?.summary ??
-        'vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan')
-    );
+    console.log(`openstack_e2e_total_s=${((Date.now() - this.o.t0) / 1000).toFixed(1)}`);
+    return summaryLine({ ...this, checked: this.o.steps * this.o.vms, steps: this.o.steps });
   }
 }

@@ -18,12 +18,13 @@ interface StatusSet {
   readonly sets: readonly StatusSet[];
 }
 
-/** Every container spcd shows, with its engine id and the time it started. */
-async function instances(c: SpcdControl): Promise<Map<string, string>> {
+/** Every container spcd shows: its engine id and start time (`at`), and whether it runs. */
+export async function instances(c: SpcdControl): Promise<Map<string, { at: string; running: boolean }>> {
   const doc = await c.api().get<{ sets: StatusSet[] }>('/v1/status');
-  const out = new Map<string, string>();
+  const out = new Map<string, { at: string; running: boolean }>();
   const walk = (s: StatusSet): void => {
-    for (const x of s.containers) out.set(x.name, `${x.containerId ?? ''}@${x.startedAt ?? ''}`);
+    for (const x of s.containers)
+      out.set(x.name, { at: `${x.containerId ?? ''}@${x.startedAt ?? ''}`, running: x.state === 'running' });
     for (const sub of s.sets) walk(sub);
   };
   doc.sets.forEach(walk);
@@ -99,7 +100,7 @@ export async function rabbitOutage(
     { timeoutMs: 300_000, intervalMs: 500 },
   );
   const after = await instances(c);
-  const restarted = [...after].filter(([n, v]) => n !== rabbit && before.get(n) !== v).map(([n]) => n);
+  const restarted = [...after].filter(([n, v]) => n !== rabbit && before.get(n)?.at !== v.at).map(([n]) => n);
   return {
     // The step's stop -> nova-compute up window counts from RabbitMQ's start:
     // before it nova-compute cannot report (rabbit_down_s says how long).

@@ -4,13 +4,14 @@
 # the test; all cached by input hash), runs
 # test/integration/openstack-e2e.test.ts through vitest, and prints the total
 # time and the summary line LAST:
-#   openstack_vms_survived=K/N nova_managed_after=0|1 census_mismatches=M rabbit_outage_restarts=R max_libvirt_window_s=X max_compute_up_s=Y compute_up_floor_s=F network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L
-#   (T checked steps: 7 (5 with SPCD_E2E_LB_AGENT_STEPS=0), plus one per control container, plus the compute-set upgrade, plus the RabbitMQ outage; N = 2 T)
+#   openstack_vms_survived=K/N nova_managed_after=0|1 census_mismatches=M shipped_set=1 rabbit_outage_restarts=R dockerd_restart_vm_lost=D max_libvirt_window_s=X max_compute_up_s=Y compute_up_floor_s=F dockerd_compute_up_s=E network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L
+#   (T checked steps: 7 (5 with SPCD_E2E_LB_AGENT_STEPS=0), plus one per control container, plus the compute-set upgrade, plus the RabbitMQ outage, plus two dockerd restarts (none with SPCD_E2E_DOCKERD_STEPS=0); N = 2 T)
 # Exit status: vitest's (0 when every test passed), non-zero on any lost VM or lost ping packet
 # (between the VMs, or from the DHCP namespace to them).
 # Environment: SPCD_E2E_CACHE (image/guest cache, default /var/cache/spcd-e2e),
 #   SPCD_E2E_FORCE=1 (rebuild the images and the guest),
-#   SPCD_E2E_LB_AGENT_STEPS=0 (leave out steps 6 and 7, the Linux bridge agent's).
+#   SPCD_E2E_LB_AGENT_STEPS=0 (leave out steps 6 and 7, the Linux bridge agent's),
+#   SPCD_E2E_DOCKERD_STEPS=0 (leave out steps 11 and 12, the restarts of dockerd).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 npm run build >/dev/null || exit 1
@@ -25,10 +26,11 @@ if [ -s "$summary" ]; then
   grep -q '^openstack_vms_survived=\([0-9]*\)/\1 nova_managed_after=1 census_mismatches=0 ' "$summary" || [ "$rc" != 0 ] || rc=1
   grep -q ' vm_ping_lost=0 ' "$summary" || [ "$rc" != 0 ] || rc=1
   grep -q ' shipped_set=1 ' "$summary" || [ "$rc" != 0 ] || rc=1
+  [ "${SPCD_E2E_DOCKERD_STEPS:-1}" = 0 ] || grep -q ' dockerd_restart_vm_lost=0 ' "$summary" || [ "$rc" != 0 ] || rc=1
   grep -q ' ns_ping_lost=0\( \|$\)' "$summary" || [ "$rc" != 0 ] || rc=1
 else
   # The test did not get as far as its summary (e.g. vitest could not start).
-  echo "openstack_vms_survived=0/0 nova_managed_after=0 census_mismatches=0 shipped_set=0 rabbit_outage_restarts=nan max_libvirt_window_s=nan max_compute_up_s=nan compute_up_floor_s=nan vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan"
+  echo "openstack_vms_survived=0/0 nova_managed_after=0 census_mismatches=0 shipped_set=0 rabbit_outage_restarts=nan dockerd_restart_vm_lost=nan max_libvirt_window_s=nan max_compute_up_s=nan compute_up_floor_s=nan dockerd_compute_up_s=nan vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan"
   [ "$rc" != 0 ] || rc=1
 fi
 exit "$rc"

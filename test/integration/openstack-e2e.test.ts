@@ -23,7 +23,12 @@
  *   9. upgrades the whole compute set (openstack-control-steps.ts);
  *  10. stops RabbitMQ through spcd for a minute and starts it again: every
  *      AMQP client reports it down and up (dependency checks), no container
- *      restarts, nova-compute is up again after (openstack-outage-steps.ts).
+ *      restarts, nova-compute is up again after (openstack-outage-steps.ts);
+ *  11. restarts dockerd with live-restore on: no container restarts and spcd
+ *      begins no operation;
+ *  12. restarts dockerd with live-restore off: dockerd stops every container,
+ *      spcd starts each again (openstack-dockerd-steps.ts; SPCD_E2E_DOCKERD_STEPS=0
+ *      leaves 11 and 12 out).
  * After each: the same qemu PIDs, no missing console counter value, spcd's
  * domain census without mismatch, both VMs ACTIVE in Nova, nova-compute up,
  * both ports still ACTIVE with their taps on the bridge. Then every ping
@@ -56,7 +61,9 @@ import * as cs from '../e2e/openstack-control-steps.js';
 import { pingProcesses } from '../e2e/ns-ping.js';
 import { amongDeletes, portRevisions, waitPortsSetUpAgain } from '../e2e/openstack-vm-net.js';
 import { OpenStackE2eRun } from '../e2e/openstack-e2e-run.js';
+import { DOCKERD_STEP } from '../e2e/openstack-summary.js';
 import { rabbitOutage, type OutageResult } from '../e2e/openstack-outage-steps.js';
+import { DaemonConfig, dockerdRestart, type DockerdResult } from '../e2e/openstack-dockerd-steps.js';
 import { waitQemu, type Acted } from '../e2e/openstack-steps.js';
 import { REPO } from '../support/daemon.js';
 import { waitFor } from '../support/wait.js';
@@ -76,7 +83,14 @@ const EXTERNAL_CONTROL = process.env.SPCD_E2E_OPENSTACK_CONTROL === 'external';
 const { control: CONTROL, compute: COMPUTE } = cs.stepMembers(EXTERNAL_CONTROL);
 /** Step 10 (RabbitMQ down for a minute) needs the control plane's RabbitMQ. */
 const RABBIT_OUTAGE = !EXTERNAL_CONTROL;
-const STEPS = (LB_AGENT_STEPS ? 7 : 5) + CONTROL.length + 1 + (RABBIT_OUTAGE ? 1 : 0);
+/**
+ * Steps 11 and 12 restart the host's dockerd: with a control plane outside
+ * spcd on the same engine they would take it down too, so they run only
+ * with the test's own control set, and not with SPCD_E2E_DOCKERD_STEPS=0.
+ */
+const DOCKERD_STEPS = !EXTERNAL_CONTROL && process.env.SPCD_E2E_DOCKERD_STEPS !== '0';
+const STEPS =
+  (LB_AGENT_STEPS ? 7 : 5) + CONTROL.length + 1 + (RABBIT_OUTAGE ? 1 : 0) + (DOCKERD_STEPS ? 2 : 0);
 const VMS = 2;
 const SPCD_ARGS = ['--templates', join(REPO, 'templates'), '--gate-deadline', '600s'];
 const T0 = Date.now();
@@ -217,6 +231,35 @@ describe.runIf(CONTROL_READY)(
       },
       1_200_000,
     );
+
+    describe.runIf(DOCKERD_STEPS)('dockerd restarted under everything, as a package upgrade does', () => {
+      const engine = new DaemonConfig();
+      afterAll(() => engine.restore());
+      /** One engine restart; `live`: live-restore on or off. */
+      const dockerdStep = async (live: boolean): Promise<DockerdResult> => {
+        let r: DockerdResult | undefined;
+        await engine.liveRestore(live);
+        await step(`${DOCKERD_STEP}-live-restore-${live ? 'on' : 'off'}`, async () => {
+          r = await dockerdRestart(ctl, `spcd-e2e-probe-${e2e.sb!.instance}`);
+          return r;
+        });
+        expect(r!.liveRestore).toBe(live);
+        expect(r!.notBack, 'containers spcd did not bring back').toEqual([]);
+        return r!;
+      };
+      it('11: with live-restore on nothing restarts and spcd begins no operation', async () => {
+        const r = await dockerdStep(true);
+        expect(r.restarted, 'containers restarted through a live-restore engine restart').toEqual([]);
+        expect(r.operations, 'operations spcd began').toEqual([]);
+      }, 1_200_000);
+      it('12: with live-restore off spcd starts every container dockerd stopped', async () => {
+        const r = await dockerdStep(false);
+        // dockerd stopped every container on its way down: each has a new start, under spcd.
+        expect(r.restarted.length, `containers with a new start time: ${r.restarted.join(', ')}`).toBe(
+          r.running,
+        );
+      }, 1_800_000);
+    });
 
     it('not one VM packet lost through the steps, each direction counted in its guest and from the DHCP namespace', async () => {
       // Every loss before the last step's end is on the consoles once a reply after it came.

@@ -1,4 +1,9 @@
-import type { HealthAction, WatchTarget } from '../../agent/health/types.js';
+import type {
+  ContainerHealthStatus,
+  HealthAction,
+  HealthChange,
+  WatchTarget,
+} from '../../agent/health/types.js';
 import { silentLogger, type Logger } from '../../agent/log.js';
 import type { BackoffPolicy } from '../../agent/model/backoff.js';
 import { specHash } from '../../agent/model/hash.js';
@@ -15,17 +20,47 @@ export class FakeHealthRoom implements HealthPort {
   /** Every watch placed, in order (name@containerId). */
   readonly placed: string[] = [];
   private readonly listeners = new Set<(a: HealthAction) => void>();
+  /** Each watched container's status: `starting` when watched, then as the test sets it (`setStatus`). */
+  private readonly statuses = new Map<string, ContainerHealthStatus>();
+  private readonly changeListeners = new Set<(c: HealthChange) => void>();
 
   watch(target: WatchTarget): void {
     this.watches.set(target.name, target);
+    // As the health room: a new watch of a container with checks starts `starting`.
+    if (target.checks.length > 0) this.statuses.set(target.name, 'starting');
+    else this.statuses.delete(target.name);
     this.placed.push(`${target.name}@${target.containerId}`);
   }
 
   unwatch(name: string): void {
     this.watches.delete(name);
+    this.statuses.delete(name);
   }
 
   update(): void {}
+
+  snapshot(name: string): { status: ContainerHealthStatus } | undefined {
+    const status = this.statuses.get(name);
+    return status && { status };
+  }
+
+  onChange(listener: (c: HealthChange) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  /** The container's checks now say `status`; the change is published as the health room does. */
+  setStatus(name: string, status: ContainerHealthStatus): void {
+    const previous = this.statuses.get(name) ?? 'starting';
+    this.statuses.set(name, status);
+    const c: HealthChange = {
+      name,
+      containerId: this.watches.get(name)?.containerId ?? '',
+      status,
+      previous,
+    };
+    for (const l of [...this.changeListeners]) l(c);
+  }
 
   onAction(listener: (a: HealthAction) => void): () => void {
     this.listeners.add(listener);

@@ -1,0 +1,54 @@
+/**
+ * The last line of the OpenStack end-to-end test (test/e2e/run-openstack-e2e.sh
+ * prints it last and checks its fields): every VM's survival, Nova, the
+ * windows of the steps and the pings counted in them.
+ */
+import type { PingReport } from './openstack-ping.js';
+import type { StepResult } from './openstack-steps.js';
+
+/** The engine restart steps' names begin so (test/e2e/openstack-dockerd-steps.ts). */
+export const DOCKERD_STEP = 'dockerd-restart';
+
+export interface SummaryInput {
+  readonly results: readonly StepResult[];
+  /** Steps times VMs: the survivals the run checks. */
+  readonly checked: number;
+  readonly steps: number;
+  readonly managed: number;
+  readonly shippedSet: number;
+  readonly rabbitOutageRestarts: number | undefined;
+  readonly networkOk: number;
+  readonly ping: PingReport | undefined;
+}
+
+const finite = (xs: readonly number[]): number[] => xs.filter((x) => Number.isFinite(x));
+const max = (xs: readonly number[], digits: number): string =>
+  xs.length ? Math.max(...xs).toFixed(digits) : 'nan';
+
+/** The summary line of one run. */
+export function summaryLine(s: SummaryInput): string {
+  const { results } = s;
+  const vmSteps = results.reduce((n, r) => n + r.vmsOk, 0);
+  const lib = finite(results.map((r) => r.libvirtBackS));
+  // The engine restarts' windows are a figure of their own: everything starts again there, not nova-compute alone.
+  const engineStep = (r: StepResult): boolean => r.step.startsWith(DOCKERD_STEP);
+  const up = finite(results.filter((r) => !engineStep(r)).map((r) => r.computeUpS));
+  const dockerdUp = finite(results.filter(engineStep).map((r) => r.computeUpS));
+  const dockerdLost =
+    s.ping && dockerdUp.length
+      ? String(
+          Object.entries(s.ping.lossesByWindow)
+            .filter(([w]) => w.startsWith(DOCKERD_STEP))
+            .reduce((n, [, l]) => n + l, 0),
+        )
+      : 'nan';
+  // The floor of a nova-compute step's window: nova-compute's own start -> up, fastest in this run.
+  const floor = finite(results.map((r) => r.computeStartToUpS));
+  const census = results.reduce((n, r) => n + r.censusMismatches, 0);
+  return (
+    `openstack_vms_survived=${vmSteps}/${s.checked} nova_managed_after=${s.managed} census_mismatches=${census} shipped_set=${s.shippedSet} ` +
+    `rabbit_outage_restarts=${s.rabbitOutageRestarts ?? 'nan'} dockerd_restart_vm_lost=${dockerdLost} ` +
+    `max_libvirt_window_s=${max(lib, 2)} max_compute_up_s=${max(up, 1)} compute_up_floor_s=${floor.length ? Math.min(...floor).toFixed(1) : 'nan'} dockerd_compute_up_s=${max(dockerdUp, 1)} network_ok=${s.networkOk}/${s.steps} ` +
+    (s.ping?.summary ?? 'vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan')
+  );
+}
