@@ -116,6 +116,10 @@ describe('openstack compute and network sets rendering', () => {
     expect(conf).toMatch(/^\[experimental\]\n(?:#.*\n)*linuxbridge = true$/m);
     expect(conf).toMatch(/^notify_nova_on_port_status_changes = true$/m);
     expect(conf).toMatch(/^\[nova\]\n(?:.*\n)*?username = nova\npassword = e2e-nova$/m);
+    // It starts once MariaDB and RabbitMQ take connections (after an engine restart all start at once).
+    expect(files.get('spcd-wait-then-exec.sh')).toMatch(
+      /^for addr in 127\.0\.0\.1:13306 127\.0\.0\.1:16572; do$/m,
+    );
   });
 
   it('the DHCP agent: the compute host, Linux bridge interfaces, no DNS forwarding', async () => {
