@@ -1,6 +1,6 @@
 /**
  * The error catalogue. Every error spcd raises on purpose is a SpcdError with
- * a code from this table. docs/errors.md documents each code; a unit test
+ * a code from this table. docs/reference/errors.md documents each code; a unit test
  * keeps the two in step. Never classify an error by its message: use `code`.
  */
 

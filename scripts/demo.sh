@@ -2,7 +2,7 @@
 # The README's first command: install what is missing, build the demo images,
 # and run spcd in the foreground with the bundled demo set. Ctrl-C stops spcd;
 # the containers it keeps keep running (that is the point). spcd's log shows as
-# readable lines on a terminal (JSON when piped; see docs/operator-guide.md#logs).
+# readable lines on a terminal (JSON when piped; see docs/how-to/operate-a-host.md#logs).
 # Remove the containers with
 #   docker rm -f $(docker ps -aq --filter label=spcd.instance=demo)
 set -euo pipefail
@@ -12,7 +12,7 @@ STATE="${SPCD_DEMO_STATE:-/var/lib/spcd-demo}"
 SOCK="${SPCD_DEMO_SOCKET:-/run/spcd-demo/spcd.sock}"
 mkdir -p "$STATE" /run/spcd-demo/libvirt /var/lib/spcd-demo/libvirt
 overrides=()
-# This VM cannot start --privileged containers (see docs/operator-guide.md).
+# This VM cannot start --privileged containers (see docs/how-to/operate-a-host.md).
 if ! /usr/bin/docker run --rm --privileged spcd-demo/service:1 true >/dev/null 2>&1; then
   echo "demo: --privileged does not start on this host; using container-sets/hosts/no-privileged.yaml"
   overrides=(--overrides container-sets/hosts/no-privileged.yaml)

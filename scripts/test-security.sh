@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The attacks on spcd's trust boundaries (test/security/, one test per
-# attack, docs/security.md), after the project's own setup. Its last line is
+# attack, docs/explanation/security.md), after the project's own setup. Its last line is
 # `attacks_refused=K/N`: K attacks refused of the N tried. `npm test` runs the
 # same files with everything else.
 set -euo pipefail

@@ -4,7 +4,7 @@
  * format (0.0.4). Registration refuses what Prometheus conventions forbid: a
  * second family of the same name, a counter without `_total`, a gauge or
  * histogram with it, a histogram named like its own series, invalid metric
- * or label names. prom-client was measured and not taken (docs/metrics.md):
+ * or label names. prom-client was measured and not taken (docs/reference/metrics.md):
  * it cost 12-14 MB of RSS against the 80 MB budget.
  */
 import { SpcdError } from '../errors.js';

@@ -25,7 +25,7 @@ export interface ErrorView {
   readonly at: string; // ISO time
 }
 
-/** The last domain census of a hypervisor container (issue 12; docs/upgrades.md). */
+/** The last domain census of a hypervisor container (issue 12; docs/explanation/vm-survival.md). */
 export interface CensusView {
   readonly outcome: 'ok' | 'mismatch' | 'skipped';
   /** upgrade, recreate, rollback or restart. */
@@ -127,7 +127,7 @@ export interface StatusDocument {
    * container while the definitions are not loaded.
    */
   readonly retained?: readonly ContainerStatus[];
-  /** Present when state.json was unusable at start-up and was set aside (docs/operator-guide.md). */
+  /** Present when state.json was unusable at start-up and was set aside (docs/how-to/recover-from-a-failed-upgrade.md). */
   readonly stateRecovery?: StateRecoveryView;
 }
 

@@ -215,7 +215,7 @@ async function validate(ctx: CommandContext): Promise<ExitCode> {
   ];
   const checks = ctx.args.values.checks ?? candidates.find((c) => c !== undefined && existsSync(c));
   const render = wantsRender(ctx) ? renderInputs(ctx, setsDir) : undefined;
-  // What the daemon would refuse to read as root (docs/security.md, "Trusted paths").
+  // What the daemon would refuse to read as root (docs/explanation/security.md, "Trusted paths").
   const untrusted = await trustProblems([
     { path: setsDir, what: 'sets directory', kind: 'tree' },
     ...(typeof overrides === 'string'

@@ -1,4 +1,4 @@
-/** spcctl's exit codes (docs/api.md lists them). */
+/** spcctl's exit codes (docs/reference/api.md lists them). */
 export const EXIT = {
   OK: 0,
   /** The operation ran and failed, or validation found problems, or the daemon answered 5xx. */

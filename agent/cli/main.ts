@@ -15,7 +15,7 @@ export interface CliStreams {
   readonly env: NodeJS.ProcessEnv;
 }
 
-/** Runs one command; resolves with the exit code (docs/api.md, "spcctl exit codes"). Never throws. */
+/** Runs one command; resolves with the exit code (docs/reference/api.md, "spcctl exit codes"). Never throws. */
 export async function runCli(argv: string[], io: CliStreams): Promise<number> {
   const out = { write: (t: string) => io.stdout.write(t), isTTY: io.stdout.isTTY === true };
   const err = { write: (t: string) => io.stderr.write(t) };

@@ -1,9 +1,9 @@
 /**
  * Globals from the desired ConfigMap, applied on this node: a reload with
- * them layered over the globals file (docs/config.md), which re-renders the
+ * them layered over the globals file (docs/reference/config-rendering.md), which re-renders the
  * config and makes the reconciler recreate exactly the containers whose
  * rendered files changed (config hash), each through the health-gated
- * transaction that rolls it back on failure (docs/upgrades.md). Resolves
+ * transaction that rolls it back on failure (docs/explanation/upgrade-transaction.md). Resolves
  * once every such recreate committed; rejects UPGRADE_FAILED naming the ones
  * that rolled back (or did not finish by the deadline).
  */

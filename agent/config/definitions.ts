@@ -31,7 +31,7 @@ export interface DefinitionPaths {
 
 /** Loads the definitions, turning any problem into one typed error (nothing half-applied). */
 export async function loadDefinitions(paths: DefinitionPaths): Promise<DesiredState> {
-  // Whoever can write these is root on the host: refuse them unless only root can (docs/security.md).
+  // Whoever can write these is root on the host: refuse them unless only root can (docs/explanation/security.md).
   await assertTrustedInputs(paths);
   return loadDesired({
     setsDir: paths.setsDir,
@@ -180,7 +180,7 @@ export class Definitions {
     target.setDesired(desired);
     if (this.loadError) this.d.log.info('definitions read cleanly: applying them; the hold ends');
     this.loadError = undefined;
-    // A reload is also how an operator clears a quarantine (docs/upgrades.md): each is tried again.
+    // A reload is also how an operator clears a quarantine (docs/how-to/recover-from-a-failed-upgrade.md): each is tried again.
     const quarantined = await target.retryQuarantined();
     this.d.events.publish({
       type: 'reload',

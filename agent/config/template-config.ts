@@ -50,7 +50,7 @@ export class TemplateConfig implements ConfigPort {
    * host overrides. Throws (typed) on any bad input.
    */
   async load(definitions: DesiredState, clusterGlobals: Record<string, unknown> = {}): Promise<void> {
-    // The resolved paths checked are the paths read (docs/security.md, "Trusted paths").
+    // The resolved paths checked are the paths read (docs/explanation/security.md, "Trusted paths").
     const globalsFile = await trusted(this.opts.files.globalsFile, 'globals file', 'file');
     const secretsFile = await trusted(this.opts.files.secretsFile, 'secrets file', 'secret');
     const fileGlobals = globalsFile ? await loadValueFile(globalsFile, { optional: true }) : {};

@@ -1,7 +1,7 @@
 /**
  * The last start-up component: the preflight checks, then the reconciler
  * adopts, recovers and converges on the definitions in force, or holds what
- * runs when they are not (docs/operator-guide.md).
+ * runs when they are not (docs/how-to/operate-a-host.md).
  */
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';

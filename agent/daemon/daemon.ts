@@ -83,7 +83,7 @@ function imagePolicyOf(settings: Settings, given: ImagePolicy | undefined, log: 
     );
   if (given === undefined || given.entries === undefined) {
     log.warn(
-      'no --image-policy: this node runs any image it is asked for (the fleet channel, the API, the sets); see docs/security.md#image-policy',
+      'no --image-policy: this node runs any image it is asked for (the fleet channel, the API, the sets); see docs/explanation/security.md#image-policy',
     );
     return ALLOW_ALL;
   }

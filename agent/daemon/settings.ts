@@ -20,7 +20,7 @@ export interface Settings {
   readonly secretsFile: string | undefined;
   readonly configRoot: string;
   readonly registryAuthFile: string | undefined;
-  /** The node's image policy file (docs/security.md#image-policy); undefined: every image allowed. */
+  /** The node's image policy file (docs/explanation/security.md#image-policy); undefined: every image allowed. */
   readonly imagePolicyFile: string | undefined;
   readonly adminGroup: string | undefined;
   /** The read-only API socket, or undefined when turned off (`--readonly-socket off`). */
@@ -259,7 +259,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
   }
   const etcd = parseEtcdSettings(get, slots);
   const fleetNode = nodeName ?? (etcd ? hostname() : undefined);
-  // over etcd a node's keys are named after it, and its etcd role is granted them by name (docs/fleet.md)
+  // over etcd a node's keys are named after it, and its etcd role is granted them by name (docs/explanation/fleet-over-etcd.md)
   if (etcd && fleetNode !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/.test(fleetNode))
     throw new SpcdError(
       'SETTINGS_INVALID',

@@ -57,7 +57,7 @@ function readPem(file: string, flag: string): Buffer {
 }
 
 /**
- * The daemon's check of the TLS files before it connects (docs/security.md,
+ * The daemon's check of the TLS files before it connects (docs/explanation/security.md,
  * "Trusted paths"): the key and the password file are secrets (owner root or spcd, mode 0600 or
  * stricter), the CA and certificate decide whom spcd trusts (writable by
  * root only); each in folders only root can write. The resolved paths are

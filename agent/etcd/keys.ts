@@ -1,7 +1,7 @@
 /**
  * The fleet's keys under its prefix (`--etcd-prefix`, ending in '/'): the one
  * place their names are spelled, for the backend, the slots and the status
- * reader (docs/fleet.md, "Over etcd").
+ * reader (docs/explanation/fleet-over-etcd.md, "Over etcd").
  */
 export interface FleetKeys {
   /** The operator's desired document (YAML). */
@@ -14,7 +14,7 @@ export interface FleetKeys {
    * `<queue><node>/<lease id>`: one key per node waiting for or holding a
    * slot, bound to its lease; ranked by create revision (agent/etcd/queue.ts).
    * Under the node's name, so that an etcd role can grant a node its own
-   * queue keys and no one else's (docs/fleet.md, "etcd roles").
+   * queue keys and no one else's (docs/explanation/fleet-over-etcd.md, "etcd roles").
    */
   readonly queue: string;
 }

@@ -19,7 +19,7 @@ export type CensusDeps = Pick<ExecutorDeps, 'vms' | 'events' | 'log' | 'clock'> 
  * logged at error level and shown as the container's lastError
  * (DOMAIN_CENSUS_MISMATCH, by the status view). It never fails or rolls back
  * the operation: the VMs keep running either way, and going back to the older
- * hypervisor with VMs running is itself refused (docs/upgrades.md).
+ * hypervisor with VMs running is itself refused (docs/explanation/vm-survival.md).
  *
  * Why libvirt's listing and not the host's /proc: qemu processes survive the
  * swap whatever happens (they are outside the container), so /proc cannot

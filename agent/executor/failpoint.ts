@@ -15,7 +15,7 @@ export function envFailpoint(env: NodeJS.ProcessEnv = process.env): Failpoint {
 
 export const noFailpoint: Failpoint = () => undefined;
 
-/** Every failpoint name, in transaction order (documented in docs/upgrades.md). */
+/** Every failpoint name, in transaction order (documented in docs/explanation/upgrade-transaction.md). */
 export const FAILPOINTS = [
   'upgrade.after-pull',
   'upgrade.after-allocate',

@@ -12,7 +12,7 @@ export type TaskOrphanDeps = Pick<ExecutorDeps, 'instance' | 'log'> & {
  * owns: left by an spcd that died during a task (or whose removal failed).
  * Tasks run only while their container is held, so when spcd starts, or
  * before it runs a container's tasks, any such container is an orphan. A
- * still-running orphan is killed, not waited for (docs/config.md, bootstrap
+ * still-running orphan is killed, not waited for (docs/reference/config-rendering.md, bootstrap
  * tasks): the retry runs the task again, and never beside the old one.
  * Throws when an orphan survives, so no task starts beside it.
  */

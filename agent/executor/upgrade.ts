@@ -347,7 +347,7 @@ async function refuseWhileJournaled(deps: ExecutorDeps, name: string): Promise<v
   const file = deps.journal.fileOf(name);
   throw new SpcdError(
     'RECOVERY_QUARANTINED',
-    `${name} has an unresolved journal entry (${pending}) in ${file}; clear the quarantine first (docs/upgrades.md)`,
+    `${name} has an unresolved journal entry (${pending}) in ${file}; clear the quarantine first (docs/how-to/recover-from-a-failed-upgrade.md)`,
     { container: name, file },
   );
 }

@@ -9,7 +9,7 @@ export const EXIT_POLL_MS = 10;
  * Sees, from the host, the moment a stopping container has no process left,
  * which is earlier than the engine's "stopped": after the last process exits,
  * the engine still reaps it, runs runc's kill of the cgroup, unmounts and
- * records the exit (0.1-0.6 s on a loaded 2-core host, docs/libvirt-e2e.md).
+ * records the exit (0.1-0.6 s on a loaded 2-core host, docs/performance.md#libvirt-end-to-end).
  *
  * "No process left" is read the way runc itself finds a container's
  * processes for its kill: the container's cgroup in the v1 `devices`

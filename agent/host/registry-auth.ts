@@ -16,7 +16,7 @@ export function registryOf(ref: string): string {
  * Credentials from a docker config.json ("auths": {host: {auth: base64(user:pass)}}),
  * read at each pull so a rotated file needs no restart. The file holds
  * credentials: it is read only when owned by root (or spcd) with mode 0600 or
- * stricter, in folders only root can write (docs/security.md, "Trusted paths").
+ * stricter, in folders only root can write (docs/explanation/security.md, "Trusted paths").
  */
 export function registryAuthFromFile(
   file: string | undefined,

@@ -20,7 +20,7 @@ export type { FieldDef, ValueKind, CustomReaderName, CustomKind } from './field-
  * table come the ContainerSpec type (model/spec.ts), the reader (spec/fields.ts),
  * the hashed fields (model/hash.ts), the create body (engine/create-options.ts)
  * and the JSON Schema of set files (spec/schema.ts). Adding a plain option is
- * one row, its line in docs/container-sets.md and a test.
+ * one row, its line in docs/reference/container-sets.md and a test.
  *
  * Row order is read order: a custom reader may use the fields read before it
  * (sysctls the namespaces, census the role).
@@ -283,7 +283,7 @@ export const CONTAINER_FIELDS = {
     default: [],
     hash: false,
     engine: 'none',
-    doc: 'Health checks (docs/health.md).',
+    doc: 'Health checks (docs/reference/health-checks.md).',
   },
   config: {
     key: 'config',

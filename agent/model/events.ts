@@ -75,7 +75,7 @@ export type SpcdEvent =
       readonly code?: string;
     }
   | {
-      /** The node's image policy refused an image before any pull or create (docs/security.md#image-policy). */
+      /** The node's image policy refused an image before any pull or create (docs/explanation/security.md#image-policy). */
       readonly type: 'image-refused';
       readonly at: number;
       readonly operationId: string;
@@ -83,7 +83,7 @@ export type SpcdEvent =
       readonly reason: string;
     }
   | {
-      /** spcd refused to stop, replace or remove a hypervisor because VMs run (docs/upgrades.md). */
+      /** spcd refused to stop, replace or remove a hypervisor because VMs run (docs/explanation/vm-survival.md). */
       readonly type: 'vm-safety-refused';
       readonly at: number;
       readonly container: string;

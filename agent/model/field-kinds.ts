@@ -77,7 +77,7 @@ export interface FieldDef {
    */
   readonly hash: boolean | 'unless-default';
   readonly engine: EngineTarget;
-  /** One line for the JSON Schema (what an editor shows); the table in docs/container-sets.md says more. */
+  /** One line for the JSON Schema (what an editor shows); the table in docs/reference/container-sets.md says more. */
   readonly doc: string;
 }
 

@@ -3,7 +3,7 @@
  * column, and what was expected there, without quoting any of the text.
  * JSON.parse's own message quotes the text around the fault, and that text
  * may be a secret (a password rendered into a config file, a registry
- * credential): errors name the place instead (docs/security.md, "Masking").
+ * credential): errors name the place instead (docs/explanation/security.md, "Masking").
  */
 export interface JsonFault {
   /** 1-based. */

@@ -134,7 +134,7 @@ export interface CheckSpec {
    * The check tells whether a service outside the container (RabbitMQ, the
    * database) is reachable, not whether the container is alive: its action is
    * `none`, it is reported as that dependency's state and it takes no part in
-   * the container's health or an upgrade's health gate (docs/health.md,
+   * the container's health or an upgrade's health gate (docs/reference/health-checks.md,
    * docs/decisions/0034-dependency-checks.md). Absent: a liveness check.
    */
   readonly dependency?: string;

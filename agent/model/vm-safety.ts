@@ -2,7 +2,7 @@ import { isVolumeBind, type ContainerSpec } from './spec.js';
 
 /**
  * The rules a hypervisor container's definition must keep for VMs to survive
- * its stop (docs/upgrades.md, from shared/design/libvirt-vm-survival.md).
+ * its stop (docs/explanation/vm-survival.md, from shared/design/libvirt-vm-survival.md).
  * Pure: host facts come in as data.
  */
 export interface VmSafetyViolation {

@@ -87,7 +87,7 @@ export function withSanitized(values: Record<string, unknown>, target: UnsafeVal
 /**
  * Parse rendered YAML/JSON back; the problem as a line, a column and what is
  * wrong, or undefined when it parses. Nothing of the rendered text is quoted:
- * it may hold a secret (docs/security.md, "Masking").
+ * it may hold a secret (docs/explanation/security.md, "Masking").
  */
 export function parseBackProblem(format: FileFormat, content: string): string | undefined {
   if (format === 'json') {

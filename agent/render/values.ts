@@ -125,7 +125,7 @@ export async function loadValueFile(
     if (!st.isFile()) {
       throw new SpcdError('SPEC_IO', `values file ${path} is not a regular file`, { file: path });
     }
-    // Owner root (or spcd's own user), as the rest of the path (docs/security.md, "Trusted paths").
+    // Owner root (or spcd's own user), as the rest of the path (docs/explanation/security.md, "Trusted paths").
     if (opts.secret && st.uid !== 0 && st.uid !== process.geteuid?.()) {
       throw new SpcdError(
         'SECRETS_INSECURE',

@@ -25,7 +25,7 @@ import { nodeWriterFs, type WriteHandle, type WriterFs } from './writer-fs.js';
  * Docker resolves the bind-mount source (the `current` symlink) each time the
  * container starts: a running container keeps the version it started with,
  * and a restart or recreate picks up the new one (checked on this host's
- * dockerd, see docs/config.md). One writer per container at a time: the
+ * dockerd, see docs/reference/config-rendering.md). One writer per container at a time: the
  * reconciler is the only caller.
  */
 

@@ -2,7 +2,7 @@
  * The rollout's two stored records as text, whichever backend keeps them (a
  * Lease annotation over Kubernetes, a key over etcd): the ledger and a node's
  * phase report. A record that is absent or not one reads as undefined; the
- * runner then acts as if nothing were written (docs/fleet.md).
+ * runner then acts as if nothing were written (docs/explanation/fleet-upgrades.md).
  */
 import type { Ledger, PhaseReport } from './decide.js';
 

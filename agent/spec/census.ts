@@ -6,7 +6,7 @@ import type { Where } from './where.js';
  * A hypervisor container's `census:` (issue 12): the command that lists the
  * running domains inside it, one per line (`virsh list --uuid`), and a
  * deadline. spcd lists before it stops the container and again once the new
- * instance is up, and reports a difference (docs/upgrades.md).
+ * instance is up, and reports a difference (docs/explanation/vm-survival.md).
  */
 
 export const CENSUS_TIMEOUT_MS = 10_000;

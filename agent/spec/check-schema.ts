@@ -99,7 +99,7 @@ export function checkSchema(): JsonSchema {
     dependentRequired: { args: ['use'] },
     dependentSchemas: {
       expect_status: { anyOf: [{ required: ['http'] }, { required: ['use'] }] },
-      // A dependency check never restarts or stops its container (docs/health.md).
+      // A dependency check never restarts or stops its container (docs/reference/health-checks.md).
       dependency: { properties: { action: { const: 'none' } } },
     },
   };

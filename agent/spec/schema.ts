@@ -71,7 +71,7 @@ export function containerSetSchema(): JsonSchema {
   return {
     $schema: SCHEMA_DIALECT,
     title: 'spcd container set',
-    description: 'One file of container-sets/ (docs/container-sets.md).',
+    description: 'One file of container-sets/ (docs/reference/container-sets.md).',
     ...root,
     required: ['set'],
     $defs: { subset: setBody(SUBSET_KEYS), container: containerSchema(), check: checkSchema() },
@@ -80,7 +80,7 @@ export function containerSetSchema(): JsonSchema {
 
 /**
  * The schema of a per-host override file: container fields as in a set file,
- * none required, and null deleting a field (docs/container-sets.md#overrides).
+ * none required, and null deleting a field (docs/reference/container-sets.md#per-host-overrides-etcspcdoverridesyaml).
  */
 export function overridesSchema(): JsonSchema {
   const container = containerSchema();

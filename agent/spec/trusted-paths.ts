@@ -199,7 +199,7 @@ export interface TrustedInputs {
   readonly configRoot?: string | undefined;
 }
 
-/** Checks every input of a load (docs/security.md, "Trusted paths"); throws on the first refused. */
+/** Checks every input of a load (docs/explanation/security.md, "Trusted paths"); throws on the first refused. */
 export async function assertTrustedInputs(i: TrustedInputs, opts: TrustOptions = {}): Promise<void> {
   await assertTrusted(i.setsDir, 'sets directory', 'tree', opts);
   if (i.overridesFile) await assertTrusted(i.overridesFile, 'overrides file', 'file', opts);

@@ -2,7 +2,7 @@
  * The daemon's own families in the one registry: what only the daemon knows
  * (the engine, the definitions, the quarantine) read at each scrape, and
  * counters fed from the event bus and the health room. The alert rules in
- * deploy/prometheus/ read these (docs/metrics.md, docs/alerting.md).
+ * deploy/prometheus/ read these (docs/reference/metrics.md, docs/reference/alerting.md).
  */
 import type { MetricsRegistry } from '../api/registry.js';
 import type { DependencyState } from '../health/types.js';

@@ -4,7 +4,7 @@
 #
 #   usage: build-images.sh
 #
-# Two stages, each cached by an input hash (docs/openstack-e2e.md):
+# Two stages, each cached by an input hash (docs/reference/openstack-test-images.md):
 #  1. spcd-e2e/openstack-rootfs:zed  debootstrap (minbase) + apt-get install of
 #     image/packages in a chroot (scripts/openstack/rootfs.sh), tarred to
 #     $CACHE/rootfs/openstack-zed-<hash>.tar and `docker import`ed. Slow (the
@@ -84,7 +84,7 @@ install -m 0755 "$here/image/kolla_extend_start" "$ctx/kolla_extend_start"
 install -m 0755 "$here/image/nova-compute" "$ctx/nova-compute"
 # This image's ebtables-nft 1.8.9 cannot delete the Linux bridge agent's
 # among rules on this kernel: the wrapper (no template values in it) goes
-# first in PATH, as /usr/local/sbin/ebtables (docs/openstack-e2e.md).
+# first in PATH, as /usr/local/sbin/ebtables (docs/explanation/openstack-network.md).
 install -m 0755 "$repo/templates/neutron/ebtables-among-delete.j2" "$ctx/ebtables"
 
 rootfs_hash=$({

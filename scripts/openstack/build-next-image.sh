@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# An upgrade target for the OpenStack end-to-end test (docs/openstack-e2e.md):
+# An upgrade target for the OpenStack end-to-end test (docs/reference/openstack-test-images.md):
 # an image with one extra label, so spcd sees a new image (a new id) with the
 # same software inside. Without arguments: spcd-e2e/openstack:zed-next from
 # spcd-e2e/openstack:zed (nova_compute's and the Linux bridge agent's

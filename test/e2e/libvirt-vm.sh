@@ -39,7 +39,7 @@ e2e_die() {
   exit 1
 }
 
-# The docker run flags of the facts doc (docs/libvirt-e2e.md), with an
+# The docker run flags of the facts doc (docs/explanation/libvirt-proof.md), with an
 # explicit capability list because --privileged cannot start on this kind of VM.
 libvirt_run_flags() {
   local root="$1"

@@ -1,6 +1,6 @@
 /**
  * The control restarts and the compute-set upgrade of the OpenStack
- * end-to-end test (issue #15 part 3, docs/openstack-e2e.md "Control restarts
+ * end-to-end test (issue #15 part 3, docs/explanation/openstack-proof.md "Control restarts
  * and the compute-set upgrade"), all through spcd's API:
  * - a restart of each control container (every container of the control and
  *   network sets, read from their files), each waited on until spcd reports
@@ -141,7 +141,7 @@ export interface Settle {
  * What a control service's clients need after its restart, beyond spcd's
  * "healthy": Neutron 21 answers every port list (Nova's server views too)
  * with a 500 after its start until a network list has configured its
- * mappers (docs/openstack-e2e.md), so the test lists networks once, as at
+ * mappers (docs/explanation/openstack-proof.md), so the test lists networks once, as at
  * bring-up.
  */
 export function settleFor(service: string, os: OpenStack): Settle | undefined {

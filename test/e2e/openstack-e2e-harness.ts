@@ -1,6 +1,6 @@
 /**
  * Helpers of the OpenStack end-to-end test (test/integration/openstack-e2e.test.ts,
- * docs/openstack-e2e.md): the image builds with their cost, the control and
+ * docs/explanation/openstack-proof.md): the image builds with their cost, the control and
  * compute sets rendered for one run, a console watcher that stamps every
  * `counter N` line of a guest's console.log, and the qemu process of a domain.
  */
@@ -89,7 +89,7 @@ export function prepareRoot(root: string): void {
 /**
  * The shipped set binds /run with shared propagation, which needs a shared
  * mount above it. systemd makes / rshared at boot; this VM's PID 1 is not
- * systemd, so the run does what it would (docs/kolla-compatibility.md).
+ * systemd, so the run does what it would (docs/explanation/kolla-compatibility.md).
  */
 export function ensureSharedRoot(): string {
   const prop = execFileSync('findmnt', ['-no', 'PROPAGATION', '/'], { encoding: 'utf8' }).trim();

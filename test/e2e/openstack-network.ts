@@ -1,6 +1,6 @@
 /**
  * The host side of the OpenStack end-to-end test's network (issue #15,
- * docs/openstack-e2e.md): the flat physnet's interface (one end of a veth
+ * docs/explanation/openstack-network.md): the flat physnet's interface (one end of a veth
  * pair with no address whose peer stays down and in no bridge: no uplink; the
  * Linux bridge agent enslaves it into the network's brq<network> bridge), the
  * folder the DHCP agent's namespaces are mounted in (a shared mount point, so

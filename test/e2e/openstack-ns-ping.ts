@@ -1,6 +1,6 @@
 /**
  * The OpenStack e2e's pings from Neutron's side (issue #15: "each direction
- * counted in-guest, and from the DHCP namespace"; docs/openstack-e2e.md "The
+ * counted in-guest, and from the DHCP namespace"; docs/explanation/openstack-network.md "The
  * ping phase"): iputils ping in the DHCP agent's qdhcp-<network> namespace
  * (a file in the test's netns folder, HostNet.netnsDir), one per VM
  * (test/e2e/ns-ping.ts). The namespace's address is the DHCP port's, from the

@@ -1,5 +1,5 @@
 /**
- * The outage step of the OpenStack end-to-end test (docs/openstack-e2e.md,
+ * The outage step of the OpenStack end-to-end test (docs/explanation/openstack-proof.md,
  * "RabbitMQ outage"): RabbitMQ is stopped through spcd's API, as an operator
  * stops it for maintenance, stays down for a minute (longer, until every
  * client's dependency check reported it down), and is started again.

@@ -1,6 +1,6 @@
 /**
  * The VMs' pings in the OpenStack end-to-end test (issue #15,
- * docs/openstack-e2e.md "The ping phase"): both guests get a Neutron port with
+ * docs/explanation/openstack-network.md "The ping phase"): both guests get a Neutron port with
  * a fixed address (VM_IPS, outside the DHCP pool so dnsmasq's own port cannot
  * take one) and `spcd.peer=A,B` on their kernel command line; each pings the
  * other every 200 ms and prints one console line per packet

@@ -1,6 +1,6 @@
 /**
  * The VMs' side of the OpenStack end-to-end test's network (issue #15,
- * docs/openstack-e2e.md): the boot of a server on a port, the check of the
+ * docs/explanation/openstack-network.md): the boot of a server on a port, the check of the
  * network as Neutron and the host see it, and its removal at the end. The
  * host's side (veth, namespaces folder, chains) is test/e2e/openstack-network.ts.
  */

@@ -8,7 +8,7 @@
 # summary (summed over the runs), prints per step the windows' spread:
 #   window step=<name> runs=<n> api_back_s=<min>/<median>/<max> spcd_s=<min>/<median>/<max> load=<min>/<max>
 # api_back_s is stop -> libvirt API answers (the 50 ms probe), spcd_s the
-# window spcd itself reported (docs/libvirt-e2e.md).
+# window spcd itself reported (docs/explanation/libvirt-proof.md).
 # Exit status: 0 when every run passed, else the last failing vitest status.
 # Environment: SPCD_E2E_CACHE (image/guest cache, default /var/cache/spcd-e2e),
 #   SPCD_E2E_FORCE=1 (rebuild the images and the guest), SPCD_E2E_KEEP=1,

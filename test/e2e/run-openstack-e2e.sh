@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # npm run e2e:openstack — the OpenStack end-to-end test on its own (issue #12,
-# docs/openstack-e2e.md): builds or reuses the images and the guest (inside
+# docs/explanation/openstack-proof.md): builds or reuses the images and the guest (inside
 # the test; all cached by input hash), runs
 # test/integration/openstack-e2e.test.ts through vitest, and prints the total
 # time and the summary line LAST:

@@ -1,6 +1,6 @@
 /**
  * The Linux bridge agent's MAC anti-spoofing rules on this host's
- * ebtables-nft (docs/openstack-e2e.md, "The agent's MAC rules on ebtables-nft
+ * ebtables-nft (docs/explanation/openstack-network.md, "The agent's MAC rules on ebtables-nft
  * 1.8.9"). In a container of spcd-e2e/openstack:zed with the agent's
  * capabilities and its own network namespace (NetworkMode none), the agent's
  * files as spcd renders them from the shipped Linux bridge compute set with

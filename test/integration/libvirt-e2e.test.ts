@@ -1,6 +1,6 @@
 /**
  * VM continuity on a real libvirt and a real qemu guest, driven through
- * spcd's API (issue #8, docs/libvirt-e2e.md). spcd runs the real-VM set
+ * spcd's API (issue #8, docs/explanation/libvirt-proof.md). spcd runs the real-VM set
  * (container-sets-e2e/libvirt.yaml) with libvirt 9; the test starts a TCG
  * guest with virsh in that container, then through the API:
  *   1. upgrades libvirt 9 -> 11;

@@ -1,6 +1,6 @@
 /**
  * Two e2e guests on one network, no OpenStack (issue 15, part 2;
- * docs/libvirt-e2e.md "Guest networking"). The test creates a bridge with no
+ * docs/how-to/boot-a-test-guest.md "Guest networking"). The test creates a bridge with no
  * uplink and no host address, and a DHCP server for it (dnsmasq in a network
  * namespace of its own, on a veth port of the bridge): test/e2e/libvirt-net.sh.
  * One libvirt container (spcd-e2e/libvirt:bookworm, the VM-survival flags plus
@@ -19,7 +19,7 @@
  *      FORWARD policy DROP), deleting the test's one FORWARD rule loses
  *      packets inside that window only, in the guests and in the namespace
  *      alike, and adding it back restores them:
- *      the rule docs/libvirt-e2e.md names is the one needed, and the counts
+ *      the rule docs/how-to/boot-a-test-guest.md names is the one needed, and the counts
  *      find losses and place them in time;
  *   4. everything the test created is gone afterwards, the namespace's
  *      pingers included (no ping process left).

@@ -67,7 +67,7 @@ beforeAll(async () => {
     );
   expect(demo).toContain('dependency: rabbitmq');
   writeSet(sb, 'demo.yaml', demo);
-  // This VM cannot start --privileged containers (docs/operator-guide.md).
+  // This VM cannot start --privileged containers (docs/how-to/operate-a-host.md).
   const overrides = capsOverride(sb, [name('libvirt')]);
   spcd = SpcdProcess.start(sb, ['--overrides', overrides, '--gate-deadline', '20s']);
   await spcd.ready(60_000);

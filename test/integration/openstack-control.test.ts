@@ -1,7 +1,7 @@
 /**
  * The OpenStack control plane from spcd-e2e/openstack:zed under a real spcd
  * (issue #12 part 2, container-sets-e2e/openstack/control.yaml,
- * docs/openstack-e2e.md): MariaDB, RabbitMQ, memcached, Keystone, Placement,
+ * docs/reference/openstack-test-images.md): MariaDB, RabbitMQ, memcached, Keystone, Placement,
  * Glance, nova-api, nova-conductor and nova-scheduler. spcd renders the
  * templates and runs the bootstrap tasks (MariaDB's data folder and databases;
  * each API's schema; Keystone's keys and admin; the cells; each service's

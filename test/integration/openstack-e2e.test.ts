@@ -1,5 +1,5 @@
 /**
- * A real OpenStack compute node under spcd (docs/openstack-e2e.md): one spcd
+ * A real OpenStack compute node under spcd (docs/explanation/openstack-proof.md): one spcd
  * runs the test's control and network sets (container-sets-e2e/openstack/)
  * and the shipped Linux bridge compute set, unchanged, with this host's
  * overrides (container-sets-e2e/hosts/). The test uploads the tiny guest to Glance
@@ -40,7 +40,7 @@
  * SPCD_E2E_SUMMARY=FILE: the summary line is written there (npm run e2e:openstack).
  * SPCD_E2E_OPENSTACK_CONTROL=external: spcd runs the compute set only, against a
  * control plane already answering on the set's loopback ports (for working on
- * the compute side alone; docs/openstack-e2e.md).
+ * the compute side alone; docs/explanation/openstack-proof.md).
  *
  * The run's state, set-up, step checks and tear-down are in
  * test/e2e/openstack-e2e-run.ts; this file is the list of checked steps.
@@ -74,7 +74,7 @@ import { waitFor } from '../support/wait.js';
  * cannot delete the agent's own `--among-src` rule by its specification on
  * this kernel; the test's OpenStack image gives the agent an ebtables wrapper
  * that deletes it by number (templates/neutron/ebtables-among-delete.j2,
- * docs/openstack-e2e.md "The agent's MAC rules on ebtables-nft 1.8.9").
+ * docs/explanation/openstack-network.md "The agent's MAC rules on ebtables-nft 1.8.9").
  * Without it a restarted agent retries for ever and its ports stay BUILD.
  */
 const LB_AGENT_STEPS = process.env.SPCD_E2E_LB_AGENT_STEPS !== '0';
@@ -101,7 +101,9 @@ const T0 = Date.now();
  */
 const CONTROL_READY = EXTERNAL_CONTROL || /\bnova[-_]api\b/.test(readFileSync(CONTROL_SET, 'utf8'));
 if (!CONTROL_READY)
-  console.log(`openstack-e2e skipped: ${CONTROL_SET} has no nova-api yet (docs/openstack-e2e.md)`);
+  console.log(
+    `openstack-e2e skipped: ${CONTROL_SET} has no nova-api yet (docs/explanation/openstack-proof.md)`,
+  );
 const e2e = new OpenStackE2eRun({
   externalControl: EXTERNAL_CONTROL,
   spcdArgs: SPCD_ARGS,

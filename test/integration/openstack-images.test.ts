@@ -1,6 +1,6 @@
 /**
  * Smoke test of the OpenStack image built from Debian's packages (issue #12,
- * docs/openstack-e2e.md). Setup builds (or reuses, by input hash)
+ * docs/reference/openstack-test-images.md). Setup builds (or reuses, by input hash)
  * spcd-e2e/openstack:zed with scripts/openstack/build-images.sh; a cold build
  * takes minutes. Then, through Kolla's own kolla_start and a config.json:
  *   - the image carries Kolla's runtime files unchanged, dumb-init as

@@ -18,7 +18,7 @@ import { waitFor } from '../support/wait.js';
  * Attack: a node's etcd credentials are used (a compromised compute host) to
  * write the fleet's desired document, so every node runs what it says, or to
  * write another node's keys (its phase, a slot in its name). A real etcd with
- * authentication on and the roles docs/fleet.md gives: a real spcd runs its
+ * authentication on and the roles docs/explanation/fleet-over-etcd.md gives: a real spcd runs its
  * rollout with only its node role, and that role's credentials, through
  * spcd's own client, are refused the desired key and the other node's keys.
  * And: spcd refuses plaintext etcd unless --etcd-insecure says so.

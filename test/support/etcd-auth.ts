@@ -1,5 +1,5 @@
 /**
- * etcd's own authentication on a test cluster, with the roles docs/fleet.md
+ * etcd's own authentication on a test cluster, with the roles docs/explanation/fleet-over-etcd.md
  * ("etcd roles") gives the fleet: `spcd-fleet-writer` (writes the desired
  * key) and one `spcd-node-<name>` per node (writes only its own keys). Each
  * user's password is written to a file, as spcd's --etcd-password-file
@@ -31,7 +31,7 @@ async function addUser(admin: Etcd3, dir: string, user: string, role: string): P
   return { user, passwordFile };
 }
 
-/** The roles of docs/fleet.md, a user per role, then `auth enable`. */
+/** The roles of docs/explanation/fleet-over-etcd.md, a user per role, then `auth enable`. */
 export async function enableFleetAuth(
   endpoints: readonly string[],
   prefix: string,

@@ -141,11 +141,11 @@ describe('the metrics assets', () => {
           expect(familyOf(n, families), `${r.alert}: ${n} is not exported by spcd`).toBeDefined();
   });
 
-  it('docs/metrics.md documents every family, with its type, and no family spcd does not export', () => {
-    const doc = readFileSync(join(REPO, 'docs/metrics.md'), 'utf8');
+  it('docs/reference/metrics.md documents every family, with its type, and no family spcd does not export', () => {
+    const doc = readFileSync(join(REPO, 'docs/reference/metrics.md'), 'utf8');
     for (const [name, type] of families)
       expect(doc, name).toMatch(new RegExp(`\\| \`${name}\` \\| ${type} \\|`));
     for (const m of doc.matchAll(/`((?:spcd|process|nodejs)_[a-z_]+)`/g))
-      expect(familyOf(m[1]!, families), `docs/metrics.md names ${m[1]}`).toBeDefined();
+      expect(familyOf(m[1]!, families), `docs/reference/metrics.md names ${m[1]}`).toBeDefined();
   });
 });

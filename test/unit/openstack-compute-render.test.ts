@@ -15,7 +15,7 @@ import { e2eNode } from '../support/e2e-compute.js';
  * Linux bridge compute set with this machine's overrides and the test's
  * secrets (container-sets-e2e/hosts/openstack-compute.yaml), and the test's
  * network set: the values a real nova-compute, libvirtd and neutron-server
- * need on this host (docs/openstack-e2e.md); and the shipped compute sets
+ * need on this host (docs/explanation/openstack-proof.md); and the shipped compute sets
  * (container-sets/) left without the test's extras.
  */
 async function rendered(

@@ -13,7 +13,7 @@ import { REPO } from '../support/daemon.js';
  * The OpenStack end-to-end control set (container-sets-e2e/openstack/
  * control.yaml) rendered as spcd renders it (set and subset defaults, no
  * globals or secrets): every container's files render, and the values the
- * services depend on land where docs/openstack-e2e.md says. The integration
+ * services depend on land where docs/reference/openstack-test-images.md says. The integration
  * test (test/integration/openstack-control.test.ts) runs the same set.
  */
 const config = new TemplateConfig({

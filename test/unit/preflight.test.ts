@@ -156,7 +156,7 @@ describe('preflight on this machine (real /proc, /sys, /dev)', () => {
     expect(r.ok).toBe(r.blocking.length === 0);
     expect(r.host.kernel).toBeTruthy();
     expect(r.host.distro).toMatch(/\S/);
-    // This test VM (see docs/deploy.md) has no vmx/svm flag, no loadable
+    // This test VM (see docs/how-to/deploy.md) has no vmx/svm flag, no loadable
     // openvswitch module and no time sync daemon: those checks fail here.
     const failed = r.checks.filter((c) => !c.ok);
     expect(failed.length).toBeGreaterThan(0);

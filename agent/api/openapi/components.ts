@@ -38,7 +38,7 @@ const CensusView = obj(
     mismatches: int(0, 'mismatches since spcd started'),
   },
   [],
-  'The last domain census of a hypervisor container (docs/upgrades.md).',
+  'The last domain census of a hypervisor container (docs/explanation/vm-survival.md).',
 );
 
 const ContainerStatus = obj(
@@ -68,7 +68,7 @@ const ContainerStatus = obj(
 const DependencyView = obj(
   { check: str(), dependency: str(), status: oneOfStrings(['up', 'down', 'unknown']) },
   [],
-  "a dependency check's view of a service outside the container (docs/health.md)",
+  "a dependency check's view of a service outside the container (docs/reference/health-checks.md)",
 );
 
 const SetStatus = obj({
@@ -82,7 +82,7 @@ const SetStatus = obj({
 const DefinitionProblem = obj({ file: str(), line: int(0), path: str(), message: str() });
 
 const DefinitionsStatus: Schema = {
-  description: 'Whether the definitions on disk are in force (docs/operator-guide.md).',
+  description: 'Whether the definitions on disk are in force (docs/how-to/operate-a-host.md).',
   oneOf: [
     obj({ loaded: { const: true } }),
     obj({
@@ -210,7 +210,10 @@ export const ERROR_CODES: readonly string[] = Object.keys(ERRORS);
 
 const ErrorAnswer = obj(
   {
-    code: { ...oneOfStrings(ERROR_CODES), description: 'a code of the error catalogue (docs/errors.md)' },
+    code: {
+      ...oneOfStrings(ERROR_CODES),
+      description: 'a code of the error catalogue (docs/reference/errors.md)',
+    },
     message: str(),
     details: anyObject('what the error is about: field, container, limit...'),
   },

@@ -165,8 +165,8 @@ export function openApiDocument(
       title: 'spcd socket API',
       version,
       description:
-        'HTTP/1.1 with JSON on the unix socket (default /run/spcd/spcd.sock); see docs/api.md. ' +
-        "Every error answers the Error shape with a code of the catalogue (docs/errors.md) and that code's " +
+        'HTTP/1.1 with JSON on the unix socket (default /run/spcd/spcd.sock); see docs/reference/api.md. ' +
+        "Every error answers the Error shape with a code of the catalogue (docs/reference/errors.md) and that code's " +
         `status. Before any route runs, node's HTTP server may answer ${CONNECTION_STATUSES.join(' or ')} ` +
         '(a request or headers timeout, headers too large) in the same shape with code BAD_REQUEST. ' +
         'An unknown path answers 404 NOT_FOUND, a known path with another method 405 METHOD_NOT_ALLOWED.',

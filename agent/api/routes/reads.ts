@@ -177,7 +177,7 @@ export const plan: Route = {
 export function metrics(registry: MetricsRegistry): Route {
   return {
     doc: {
-      summary: 'Every metric family, in the Prometheus text format 0.0.4 (docs/metrics.md)',
+      summary: 'Every metric family, in the Prometheus text format 0.0.4 (docs/reference/metrics.md)',
       responses: [
         {
           status: 200,

@@ -2,7 +2,7 @@
  * The route table: every route the API serves, in one place. Each entry's
  * handler comes with its doc (summary, parameters, body and answer schemas,
  * error codes); GET /v1/openapi.json is assembled from this table, so adding
- * a route here documents it (docs/api.md, "Adding a route").
+ * a route here documents it (docs/reference/api.md, "Adding a route").
  */
 import type { Route, RouteHandler } from '../context.js';
 import { openApiDocument } from '../openapi/document.js';

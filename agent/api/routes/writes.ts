@@ -22,7 +22,7 @@ const expectedGeneration = nullable(
   int(0, 'refuse (409 GENERATION_MISMATCH) unless the container is at this generation'),
 );
 
-/** Refusals an operation answers instead of a 202 (docs/api.md). */
+/** Refusals an operation answers instead of a 202 (docs/reference/api.md). */
 const REFUSALS: readonly ErrorCode[] = [
   'CONFLICT',
   'SHUTTING_DOWN',
