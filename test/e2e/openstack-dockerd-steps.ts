@@ -1,6 +1,6 @@
 /**
  * The engine-restart steps of the OpenStack end-to-end test
- * (docs/openstack-e2e.md, "A restart of the Docker engine"): dockerd stops
+ * (docs/explanation/openstack-proof.md, "A restart of the Docker engine"): dockerd stops
  * and starts again under everything, as an operator's `apt upgrade` of
  * docker.io restarts docker.service. With live-restore on the containers
  * keep running through it and spcd must touch nothing; with live-restore off
