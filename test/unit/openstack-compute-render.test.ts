@@ -116,10 +116,10 @@ describe('openstack compute and network sets rendering', () => {
     expect(conf).toMatch(/^\[experimental\]\n(?:#.*\n)*linuxbridge = true$/m);
     expect(conf).toMatch(/^notify_nova_on_port_status_changes = true$/m);
     expect(conf).toMatch(/^\[nova\]\n(?:.*\n)*?username = nova\npassword = e2e-nova$/m);
-    // It starts once MariaDB and RabbitMQ take connections (after an engine restart all start at once).
-    expect(files.get('spcd-wait-then-exec.sh')).toMatch(
-      /^for addr in 127\.0\.0\.1:13306 127\.0\.0\.1:16572; do$/m,
-    );
+    // It starts once MariaDB greets and RabbitMQ answers AMQP (after an engine restart all start at once).
+    const wait = files.get('spcd-wait-then-exec.sh') ?? '';
+    expect(wait).toMatch(/^until \[ -n "\$\(first_byte 127\.0\.0\.1 13306 ''\)" \]; do$/m);
+    expect(wait).toMatch(/^wait_for 127\.0\.0\.1 16572 'AMQP\\0\\0\\x09\\x01' 01$/m);
   });
 
   it('the DHCP agent: the compute host, Linux bridge interfaces, no DNS forwarding', async () => {
