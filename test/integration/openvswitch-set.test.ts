@@ -1,0 +1,193 @@
+/**
+ * The shipped Open vSwitch containers (container-sets/compute.yaml:
+ * openvswitch_db and openvswitch_vswitchd) under a real spcd on the real
+ * engine, on a host without the openvswitch kernel module: the userspace
+ * datapath chosen by the per-host values (test/support/ovs-node.ts,
+ * docs/how-to/openvswitch-host.md).
+ *
+ *  1. vswitchd runs with the netdev datapath; OVSDB answers on its unix
+ *     socket only.
+ *  2. The bridge that neutron.ovs.bridge_mappings names exists (vswitchd's
+ *     bootstrap task), netdev, with its physical port, and survives a restart
+ *     of openvswitch_db.
+ *  3. An spcd upgrade of openvswitch_vswitchd while two namespaces ping each
+ *     other every 10 ms through that bridge (secure fail mode, the test's two
+ *     flows): the flows are saved at the stop and back before forwarding
+ *     resumes (other_config:flow-restore-wait); the lost packets, the longest
+ *     gap and vswitchd's own stop + start are printed:
+ *     `vswitchd_upgrade_lost=V vswitchd_window_ms=W vswitchd_restart_ms=R`.
+ * Setup builds or reuses the image (scripts/openvswitch/build-images.sh).
+ */
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EventTap, run, SpcdApi } from '../e2e/libvirt-e2e-harness.js';
+import { NsPinger } from '../e2e/ns-ping.js';
+import { REPO, sandbox, SpcdProcess } from '../support/daemon.js';
+import { cleanupInstance } from '../support/docker.js';
+import {
+  makePair,
+  OVS_IMAGE,
+  OVS_NEXT_IMAGE,
+  removeVolumes,
+  sh,
+  writeOvsNode,
+  type OvsNode,
+} from '../support/ovs-node.js';
+import { waitFor } from '../support/wait.js';
+
+const BUILD_TIMEOUT_MS = 45 * 60_000;
+const sb = sandbox('ovs');
+const id = randomBytes(2).toString('hex');
+const bridge = `spx${id}`;
+let pair: ReturnType<typeof makePair> | undefined;
+let node: OvsNode;
+let spcd: SpcdProcess | undefined;
+let tap: EventTap | undefined;
+const api = new SpcdApi(sb.socket);
+
+beforeAll(async () => {
+  try {
+    await run('bash', [join(REPO, 'scripts/openvswitch/build-images.sh')], BUILD_TIMEOUT_MS);
+    await run(
+      'bash',
+      [join(REPO, 'scripts/openstack/build-next-image.sh'), OVS_IMAGE, OVS_NEXT_IMAGE],
+      120_000,
+    );
+  } catch (err) {
+    throw new Error(
+      `cannot build ${OVS_IMAGE} (see /var/cache/spcd-e2e/logs/openvswitch-zed.log): ${(err as Error).message}`,
+    );
+  }
+  pair = makePair(id, 200 + (parseInt(id, 16) % 50));
+  node = writeOvsNode(sb, `ovs${id}_`, { physnet1: bridge }, { [bridge]: pair.hostA });
+  spcd = SpcdProcess.start(sb, ['--templates', join(REPO, 'templates'), '--overrides', node.overridesFile]);
+  await spcd.readyOrExit(300_000);
+  tap = await EventTap.open(sb.socket);
+  for (const name of [node.db, node.vswitchd])
+    await waitFor(`${name} running`, async () => (await api.container(name)).state === 'running', {
+      timeoutMs: 180_000,
+      intervalMs: 500,
+    }).catch((err: Error) => {
+      const problems = spcd!.output.filter((l) => /"level":(40|50)/.test(l)).slice(-10);
+      throw new Error(`${err.message}\n${problems.join('\n')}`);
+    });
+}, BUILD_TIMEOUT_MS + 360_000);
+
+afterAll(async () => {
+  tap?.close();
+  await spcd?.stop();
+  await cleanupInstance(sb.instance);
+  await removeVolumes(node?.volumes ?? []);
+  pair?.remove();
+  rmSync(sb.root, { recursive: true, force: true });
+}, 180_000);
+
+const vsctl = (...args: string[]): Promise<string> =>
+  sh(node.vswitchd, ['ovs-vsctl', '--timeout=10', ...args]);
+
+async function operation(path: string, body: object, timeoutMs: number): Promise<Record<string, unknown>> {
+  const op = await api.post(path, body);
+  const fin = await tap!.finished(op, timeoutMs);
+  if (fin.phase !== 'succeeded') throw new Error(`${path}: ${JSON.stringify(fin.error)}`);
+  return (fin.result ?? {}) as Record<string, unknown>;
+}
+
+/** The last `start-ovs: <what> ms=N` the start script logged. */
+async function startOvsMs(what: string): Promise<number> {
+  const text = await sh(node.vswitchd, ['cat', '/var/log/kolla/openvswitch/start-ovs.log']);
+  const hits = [...text.matchAll(new RegExp(`^start-ovs: ${what}.* ms=(\\d+)$`, 'gm'))];
+  if (hits.length === 0) throw new Error(`no '${what}' line in start-ovs.log:\n${text}`);
+  return Number(hits[hits.length - 1]![1]);
+}
+
+describe('the shipped Open vSwitch containers on the userspace datapath', () => {
+  it('runs vswitchd with the netdev datapath, OVSDB on its unix socket only', async () => {
+    const version = await waitFor('ovs-appctl version', () => sh(node.vswitchd, ['ovs-appctl', 'version']), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    });
+    expect(version).toMatch(/ovs-vswitchd \(Open vSwitch\) 3\.1/);
+    const dpif = await sh(node.vswitchd, ['ovs-appctl', 'dpif/show']);
+    expect(dpif).toMatch(/^netdev@ovs-netdev:/m);
+    expect(dpif).not.toMatch(/^system@/m);
+    // ovsdb-server's remotes: the unix socket and the database's manager_options, no TCP.
+    const remotes = await sh(node.db, ['ovs-appctl', '-t', 'ovsdb-server', 'ovsdb-server/list-remotes']);
+    expect(remotes).toContain('punix:/run/openvswitch/db.sock');
+    expect(remotes).not.toMatch(/ptcp:/);
+  });
+
+  it('makes the bridge of bridge_mappings, netdev, with its port; it survives a restart of openvswitch_db', async () => {
+    expect(await vsctl('get', 'Bridge', bridge, 'datapath_type')).toBe('netdev');
+    expect((await vsctl('list-ports', bridge)).split('\n')).toContain(pair!.hostA);
+    const before = await api.container(node.db);
+    await operation(`/v1/containers/${node.db}/restart`, { expectedGeneration: before.generation }, 120_000);
+    // vswitchd reconnects to the new ovsdb-server; the bridge is in the database (its volume).
+    await waitFor('vswitchd back on the restarted database', () => vsctl('show').then(() => true), {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+    });
+    expect(await vsctl('get', 'Bridge', bridge, 'datapath_type')).toBe('netdev');
+    expect((await vsctl('list-ports', bridge)).split('\n')).toContain(pair!.hostA);
+    expect(await sh(node.vswitchd, ['ovs-appctl', 'dpif/show'])).toContain(`${bridge}:`);
+  }, 240_000);
+
+  it('upgrades vswitchd with the flows saved and restored: the lost packets, window and restart time', async () => {
+    await vsctl(
+      'set',
+      'Interface',
+      pair!.hostA,
+      'ofport_request=1',
+      '--',
+      '--may-exist',
+      'add-port',
+      bridge,
+      pair!.hostB,
+      '--',
+      'set',
+      'Interface',
+      pair!.hostB,
+      'ofport_request=2',
+      '--',
+      'set',
+      'Bridge',
+      bridge,
+      'fail_mode=secure',
+    );
+    await sh(node.vswitchd, ['ovs-ofctl', 'del-flows', bridge]);
+    await sh(node.vswitchd, ['ovs-ofctl', 'add-flow', bridge, 'in_port=1,actions=output:2']);
+    await sh(node.vswitchd, ['ovs-ofctl', 'add-flow', bridge, 'in_port=2,actions=output:1']);
+    const pinger = NsPinger.start(`/run/netns/${pair!.nsA}`, [pair!.ipB], { intervalS: 0.01 });
+    try {
+      await pinger.waitReplyAfter(Date.now() / 1000, 30_000);
+      const before = await api.container(node.vswitchd);
+      const from = Date.now() / 1000;
+      await operation(
+        `/v1/containers/${node.vswitchd}/upgrade`,
+        { image: OVS_NEXT_IMAGE, expectedGeneration: before.generation },
+        300_000,
+      );
+      const to = Date.now() / 1000;
+      await pinger.waitReplyAfter(to + 1, 60_000);
+      await pinger.stop();
+      const [d] = pinger.directions([{ name: 'upgrade', from, to }]);
+      const stopMs = await startOvsMs('stopped');
+      const startMs = await startOvsMs('forwarding');
+      const restartMs = stopMs + startMs;
+      console.log(
+        `network=ovs vswitchd_upgrade_lost=${d!.lost} vswitchd_window_ms=${Math.round(d!.maxGapMs)} vswitchd_restart_ms=${restartMs} ping_sent=${d!.sent} ping_interval_ms=10 vswitchd_stop_ms=${stopMs} vswitchd_start_ms=${startMs}`,
+      );
+      expect((await api.container(node.vswitchd)).image).toBe(OVS_NEXT_IMAGE);
+      // The flows came back with the new vswitchd, and forwarding resumed on them.
+      const flows = await sh(node.vswitchd, ['ovs-ofctl', 'dump-flows', '--no-stats', bridge]);
+      expect(flows).toMatch(/in_port=1 actions=output:2/);
+      expect(flows).toMatch(/in_port=2 actions=output:1/);
+      expect(await vsctl('get', 'Open_vSwitch', '.', 'other_config')).not.toContain('flow-restore-wait');
+      expect(d!.lossesByWindow.outside).toBe(0);
+      expect(d!.ok).toBeGreaterThan(0);
+    } finally {
+      await pinger.stop();
+    }
+  }, 600_000);
+});
