@@ -94,12 +94,14 @@ async function operation(path: string, body: object, timeoutMs: number): Promise
   return (fin.result ?? {}) as Record<string, unknown>;
 }
 
-/** The last `start-ovs: <what> ms=N` the start script logged. */
-async function startOvsMs(what: string): Promise<number> {
+/** The numbers of the last `start-ovs: <what> ... key=N ...` line the start script logged. */
+async function startOvs(what: string): Promise<Record<string, number>> {
   const text = await sh(node.vswitchd, ['cat', '/var/log/kolla/openvswitch/start-ovs.log']);
-  const hits = [...text.matchAll(new RegExp(`^start-ovs: ${what}.* ms=(\\d+)$`, 'gm'))];
-  if (hits.length === 0) throw new Error(`no '${what}' line in start-ovs.log:\n${text}`);
-  return Number(hits[hits.length - 1]![1]);
+  const lines = text.split('\n').filter((l) => l.startsWith(`start-ovs: ${what}`));
+  if (lines.length === 0) throw new Error(`no '${what}' line in start-ovs.log:\n${text}`);
+  return Object.fromEntries(
+    [...lines[lines.length - 1]!.matchAll(/(\w+)=(\d+)/g)].map((m) => [m[1]!, Number(m[2])]),
+  );
 }
 
 describe('the shipped Open vSwitch containers on the userspace datapath', () => {
@@ -172,11 +174,17 @@ describe('the shipped Open vSwitch containers on the userspace datapath', () => 
       await pinger.waitReplyAfter(to + 1, 60_000);
       await pinger.stop();
       const [d] = pinger.directions([{ name: 'upgrade', from, to }]);
-      const stopMs = await startOvsMs('stopped');
-      const startMs = await startOvsMs('forwarding');
-      const restartMs = stopMs + startMs;
+      // vswitchd's own restart: its exit after the flows were saved, plus the new one's start to forwarding.
+      const saved = await startOvs('saved');
+      const stopped = await startOvs('stopped');
+      const started = await startOvs('forwarding');
+      const restartMs = stopped.ms! - saved.ms! + started.ms!;
+      // From the old start-ovs's exit to the new one's vswitchd: spcd, the engine and kolla_start.
+      const betweenMs = started.started_at! - stopped.at!;
       console.log(
-        `network=ovs vswitchd_upgrade_lost=${d!.lost} vswitchd_window_ms=${Math.round(d!.maxGapMs)} vswitchd_restart_ms=${restartMs} ping_sent=${d!.sent} ping_interval_ms=10 vswitchd_stop_ms=${stopMs} vswitchd_start_ms=${startMs}`,
+        `network=ovs vswitchd_upgrade_lost=${d!.lost} vswitchd_window_ms=${Math.round(d!.maxGapMs)} vswitchd_restart_ms=${restartMs} ` +
+          `ping_sent=${d!.sent} ping_interval_ms=10 flows_save_ms=${saved.ms} vswitchd_stop_ms=${stopped.ms! - saved.ms!} ` +
+          `vswitchd_start_ms=${started.ms} between_containers_ms=${betweenMs}`,
       );
       expect((await api.container(node.vswitchd)).image).toBe(OVS_NEXT_IMAGE);
       // The flows came back with the new vswitchd, and forwarding resumed on them.

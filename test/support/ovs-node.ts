@@ -83,7 +83,7 @@ export function writeOvsNode(
         cap_drop: ['SYS_RESOURCE'],
         devices: ['/dev/net/tun'],
         binds: common,
-        environment: { KOLLA_SERVICE_NAME: 'openvswitch-vswitchd', KOLLA_SKIP_EXTEND_START: 'true' },
+        environment: { KOLLA_SKIP_EXTEND_START: 'true' },
       },
     },
     values: {
