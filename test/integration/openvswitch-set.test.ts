@@ -1,6 +1,6 @@
 /**
  * The shipped Open vSwitch containers (container-sets/compute.yaml:
- * openvswitch_db and openvswitch_vswitchd) under a real spcd on the real
+ * openvswitch_db, openvswitch_vswitchd, neutron_openvswitch_agent) under a real spcd on the real
  * engine, on a host without the openvswitch kernel module: the userspace
  * datapath chosen by the per-host values (test/support/ovs-node.ts,
  * docs/how-to/openvswitch-host.md).
@@ -10,11 +10,15 @@
  *  2. The bridge that neutron.ovs.bridge_mappings names exists (vswitchd's
  *     bootstrap task), netdev, with its physical port, and survives a restart
  *     of openvswitch_db.
- *  3. An spcd upgrade of openvswitch_vswitchd while two namespaces ping each
- *     other every 10 ms through that bridge (secure fail mode, the test's two
+ *  3. neutron_openvswitch_agent, with no control plane (RabbitMQ's address is
+ *     a closed loopback port), gets as far as its local pieces: the
+ *     integration bridge (netdev), the patch ports to the physnet's bridge,
+ *     its OpenFlow connection and its flows (the canary among them).
+ *  4. An spcd upgrade of openvswitch_vswitchd while two namespaces ping each
+ *     other every 10 ms through a bridge of the test's (secure fail mode, two
  *     flows): the flows are saved at the stop and back before forwarding
- *     resumes (other_config:flow-restore-wait); the lost packets, the longest
- *     gap and vswitchd's own stop + start are printed:
+ *     resumes (other_config:flow-restore-wait), the agent's as well; the lost
+ *     packets, the longest gap and vswitchd's own stop + start are printed:
  *     `vswitchd_upgrade_lost=V vswitchd_window_ms=W vswitchd_restart_ms=R`.
  * Setup builds or reuses the image (scripts/openvswitch/build-images.sh).
  */
@@ -24,6 +28,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventTap, run, SpcdApi } from '../e2e/libvirt-e2e-harness.js';
 import { NsPinger } from '../e2e/ns-ping.js';
+import { logsOf } from '../support/containers.js';
 import { REPO, sandbox, SpcdProcess } from '../support/daemon.js';
 import { cleanupInstance } from '../support/docker.js';
 import {
@@ -61,11 +66,22 @@ beforeAll(async () => {
     );
   }
   pair = makePair(id, 200 + (parseInt(id, 16) % 50));
-  node = writeOvsNode(sb, `ovs${id}_`, { physnet1: bridge }, { [bridge]: pair.hostA });
-  spcd = SpcdProcess.start(sb, ['--templates', join(REPO, 'templates'), '--overrides', node.overridesFile]);
+  node = writeOvsNode(sb, `ovs${id}_`, {
+    bridges: { physnet1: bridge },
+    ports: { [bridge]: pair.phys },
+    intBridge: `spi${id}`,
+  });
+  spcd = SpcdProcess.start(sb, [
+    '--templates',
+    join(REPO, 'templates'),
+    '--overrides',
+    node.overridesFile,
+    '--secrets',
+    node.secretsFile,
+  ]);
   await spcd.readyOrExit(300_000);
   tap = await EventTap.open(sb.socket);
-  for (const name of [node.db, node.vswitchd])
+  for (const name of [node.db, node.vswitchd, node.agent])
     await waitFor(`${name} running`, async () => (await api.container(name)).state === 'running', {
       timeoutMs: 180_000,
       intervalMs: 500,
@@ -77,6 +93,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   tap?.close();
+  // The userspace datapath's bridge ports are TAP devices on the host: gone with the bridges.
+  if (node)
+    for (const br of [bridge, node.intBridge, `spp${id}`])
+      await sh(node.vswitchd, ['ovs-vsctl', '--timeout=10', '--if-exists', 'del-br', br]).catch(
+        () => undefined,
+      );
   await spcd?.stop();
   await cleanupInstance(sb.instance);
   await removeVolumes(node?.volumes ?? []);
@@ -122,7 +144,7 @@ describe('the shipped Open vSwitch containers on the userspace datapath', () => 
 
   it('makes the bridge of bridge_mappings, netdev, with its port; it survives a restart of openvswitch_db', async () => {
     expect(await vsctl('get', 'Bridge', bridge, 'datapath_type')).toBe('netdev');
-    expect((await vsctl('list-ports', bridge)).split('\n')).toContain(pair!.hostA);
+    expect((await vsctl('list-ports', bridge)).split('\n')).toContain(pair!.phys);
     const before = await api.container(node.db);
     await operation(`/v1/containers/${node.db}/restart`, { expectedGeneration: before.generation }, 120_000);
     // vswitchd reconnects to the new ovsdb-server; the bridge is in the database (its volume).
@@ -131,35 +153,59 @@ describe('the shipped Open vSwitch containers on the userspace datapath', () => 
       intervalMs: 500,
     });
     expect(await vsctl('get', 'Bridge', bridge, 'datapath_type')).toBe('netdev');
-    expect((await vsctl('list-ports', bridge)).split('\n')).toContain(pair!.hostA);
+    expect((await vsctl('list-ports', bridge)).split('\n')).toContain(pair!.phys);
     expect(await sh(node.vswitchd, ['ovs-appctl', 'dpif/show'])).toContain(`${bridge}:`);
   }, 240_000);
 
-  it('upgrades vswitchd with the flows saved and restored: the lost packets, window and restart time', async () => {
-    await vsctl(
-      'set',
-      'Interface',
-      pair!.hostA,
-      'ofport_request=1',
-      '--',
-      '--may-exist',
-      'add-port',
-      bridge,
-      pair!.hostB,
-      '--',
-      'set',
-      'Interface',
-      pair!.hostB,
-      'ofport_request=2',
-      '--',
-      'set',
-      'Bridge',
-      bridge,
-      'fail_mode=secure',
+  it("runs the agent up to its local pieces: the integration bridge, netdev, patched to the physnet's bridge, its OpenFlow connection", async () => {
+    const br = node.intBridge;
+    await waitFor(
+      'the agent to patch the bridges',
+      async () => (await vsctl('list-ports', bridge)).split('\n').includes(`phy-${bridge}`),
+      { timeoutMs: 240_000, intervalMs: 1000 },
     );
-    await sh(node.vswitchd, ['ovs-ofctl', 'del-flows', bridge]);
-    await sh(node.vswitchd, ['ovs-ofctl', 'add-flow', bridge, 'in_port=1,actions=output:2']);
-    await sh(node.vswitchd, ['ovs-ofctl', 'add-flow', bridge, 'in_port=2,actions=output:1']);
+    expect(await vsctl('get', 'Bridge', br, 'datapath_type')).toBe('netdev');
+    expect((await vsctl('list-ports', br)).split('\n')).toContain(`int-${bridge}`);
+    expect(await vsctl('get-controller', br)).toBe('tcp:127.0.0.1:6633');
+    // One Controller row per bridge the agent manages, each connected.
+    await waitFor(
+      'the agent on its OpenFlow connection',
+      async () => {
+        const rows = (
+          await vsctl('--bare', '--columns=is_connected', 'find', 'Controller', 'target="tcp:127.0.0.1:6633"')
+        )
+          .split('\n')
+          .filter((l) => l.trim());
+        return rows.length >= 2 && rows.every((l) => l.trim() === 'true');
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    // Neutron's canary flow, by which the agent tells a restarted vswitchd.
+    expect(await sh(node.vswitchd, ['ovs-ofctl', 'dump-flows', br, 'table=23'])).toMatch(
+      /table=23.*actions=drop/,
+    );
+    // Without a control plane it stops at RabbitMQ (a closed port), and keeps trying.
+    await waitFor(
+      'the agent retrying RabbitMQ',
+      async () => /impl_rabbit.*Connection failed: .*ECONNREFUSED/.test(await logsOf(node.agent)),
+      {
+        timeoutMs: 120_000,
+        intervalMs: 1000,
+      },
+    );
+    expect((await api.container(node.agent)).state).toBe('running');
+  }, 300_000);
+
+  it('upgrades vswitchd with the flows saved and restored: the lost packets, window and restart time', async () => {
+    // The test's own bridge (the agent manages the physnet's): secure, two flows.
+    const pb = `spp${id}`;
+    await vsctl(
+      ...['add-br', pb, '--', 'set', 'Bridge', pb, 'datapath_type=netdev', 'fail_mode=secure', '--'],
+      ...['add-port', pb, pair!.hostA, '--', 'set', 'Interface', pair!.hostA, 'ofport_request=1', '--'],
+      ...['add-port', pb, pair!.hostB, '--', 'set', 'Interface', pair!.hostB, 'ofport_request=2'],
+    );
+    await sh(node.vswitchd, ['ovs-ofctl', 'add-flow', pb, 'in_port=1,actions=output:2']);
+    await sh(node.vswitchd, ['ovs-ofctl', 'add-flow', pb, 'in_port=2,actions=output:1']);
     const pinger = NsPinger.start(`/run/netns/${pair!.nsA}`, [pair!.ipB], { intervalS: 0.01 });
     try {
       await pinger.waitReplyAfter(Date.now() / 1000, 30_000);
@@ -188,10 +234,14 @@ describe('the shipped Open vSwitch containers on the userspace datapath', () => 
       );
       expect((await api.container(node.vswitchd)).image).toBe(OVS_NEXT_IMAGE);
       // The flows came back with the new vswitchd, and forwarding resumed on them.
-      const flows = await sh(node.vswitchd, ['ovs-ofctl', 'dump-flows', '--no-stats', bridge]);
+      const flows = await sh(node.vswitchd, ['ovs-ofctl', 'dump-flows', '--no-stats', pb]);
       expect(flows).toMatch(/in_port=1 actions=output:2/);
       expect(flows).toMatch(/in_port=2 actions=output:1/);
       expect(await vsctl('get', 'Open_vSwitch', '.', 'other_config')).not.toContain('flow-restore-wait');
+      // The agent's flows came back too: its canary is there, so it sees no restart to recover from.
+      expect(await sh(node.vswitchd, ['ovs-ofctl', 'dump-flows', node.intBridge, 'table=23'])).toMatch(
+        /actions=drop/,
+      );
       expect(d!.lossesByWindow.outside).toBe(0);
       expect(d!.ok).toBeGreaterThan(0);
     } finally {

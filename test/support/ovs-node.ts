@@ -8,14 +8,18 @@ import { docker } from './docker.js';
 
 /**
  * The Open vSwitch containers of the shipped compute set
- * (container-sets/compute.yaml, its `neutron` subset) as a test runs them on
+ * (container-sets/compute.yaml, its `neutron` subset: openvswitch_db,
+ * openvswitch_vswitchd, neutron_openvswitch_agent) as a test runs them on
  * this machine: the definitions as shipped, each container renamed with the
  * test's prefix (several tests share one engine), with a per-host override
  * file such as an operator writes for a host without the openvswitch kernel
  * module and without --privileged (docs/how-to/openvswitch-host.md):
  * spcd-e2e/openvswitch:zed, explicit capabilities, the userspace datapath,
  * KOLLA_SKIP_EXTEND_START for vswitchd (no `modprobe openvswitch`), and the
- * test's own /run/openvswitch folder and named volumes.
+ * test's own /run/openvswitch folder and named volumes. No control plane: the
+ * agent's RabbitMQ address is a closed loopback port, so the agent gets as
+ * far as its local pieces (the integration bridge, the physical bridges'
+ * patch ports, its OpenFlow connection) and then keeps retrying RabbitMQ.
  */
 export const OVS_IMAGE = 'spcd-e2e/openvswitch:zed';
 export const OVS_NEXT_IMAGE = 'spcd-e2e/openvswitch:zed-next';
@@ -24,10 +28,14 @@ export interface OvsNode {
   /** Container name of each shipped container: db, vswitchd. */
   readonly db: string;
   readonly vswitchd: string;
+  readonly agent: string;
+  /** The agent's integration bridge (Neutron's br-int, named by the test). */
+  readonly intBridge: string;
   /** The test's /run/openvswitch on the host. */
   readonly runDir: string;
   readonly volumes: readonly string[];
   readonly overridesFile: string;
+  readonly secretsFile: string;
 }
 
 interface SetFile {
@@ -37,16 +45,20 @@ interface SetFile {
   sets: Record<string, { description: string; containers: Record<string, Record<string, unknown>> }>;
 }
 
-/** Writes the set and the overrides; `bridges` is neutron.ovs.bridge_mappings, `ports` openvswitch.bridge_ports. */
+/**
+ * Writes the set, the overrides and the secrets; `bridges` is
+ * neutron.ovs.bridge_mappings, `ports` openvswitch.bridge_ports, `intBridge`
+ * the agent's integration bridge.
+ */
 export function writeOvsNode(
   sb: Sandbox,
   prefix: string,
-  bridges: Record<string, string>,
-  ports: Record<string, string>,
+  net: { bridges: Record<string, string>; ports: Record<string, string>; intBridge: string },
 ): OvsNode {
+  const { bridges, ports, intBridge } = net;
   const shipped = yaml.load(readFileSync(join(REPO, 'container-sets', 'compute.yaml'), 'utf8')) as SetFile;
   const neutron = shipped.sets.neutron!;
-  const keep = ['openvswitch_db', 'openvswitch_vswitchd'];
+  const keep = ['openvswitch_db', 'openvswitch_vswitchd', 'neutron_openvswitch_agent'];
   const containers: Record<string, Record<string, unknown>> = {};
   for (const name of keep) {
     const c = { ...neutron.containers[name]! };
@@ -59,7 +71,7 @@ export function writeOvsNode(
     defaults: shipped.defaults,
     sets: { neutron: { description: neutron.description, containers } },
   };
-  writeFileSync(join(sb.setsDir, 'compute.yaml'), yaml.dump(set, { lineWidth: 200 }));
+  writeFileSync(join(sb.setsDir, 'compute.yaml'), yaml.dump(set, { lineWidth: 200, noRefs: true }));
   const runDir = join(sb.root, 'run-openvswitch');
   mkdirSync(runDir, { recursive: true });
   const logs = `${prefix}kolla_logs`;
@@ -85,17 +97,40 @@ export function writeOvsNode(
         binds: common,
         environment: { KOLLA_SKIP_EXTEND_START: 'true' },
       },
+      [`${prefix}neutron_openvswitch_agent`]: {
+        image: OVS_IMAGE,
+        privileged: false,
+        cap_add: ['NET_ADMIN', 'SYS_ADMIN', 'DAC_READ_SEARCH', 'SYS_PTRACE'],
+        binds: common,
+      },
     },
     values: {
-      neutron: { ovs: { datapath_type: 'netdev', bridge_mappings: bridges } },
+      host_name: `${prefix.replace(/_/g, '-')}compute`,
+      // Port 9 on loopback: nothing listens (no control plane in this test).
+      rabbitmq: { user: 'guest', hosts: ['127.0.0.1'], port: 9 },
+      neutron: {
+        agent: { tunnel_types: [], l2_population: false },
+        ovs: { datapath_type: 'netdev', bridge_mappings: bridges, integration_bridge: intBridge },
+      },
       openvswitch: { bridge_ports: ports },
     },
   };
   const overridesFile = join(sb.root, 'overrides.yaml');
-  writeFileSync(overridesFile, yaml.dump(overrides));
+  writeFileSync(overridesFile, yaml.dump(overrides, { noRefs: true }));
+  const secretsFile = join(sb.root, 'secrets.yaml');
+  writeFileSync(
+    secretsFile,
+    yaml.dump({ rabbitmq: { password: 'guest' }, neutron: { keystone_password: 'unused' } }),
+    {
+      mode: 0o600,
+    },
+  );
   return {
     db: `${prefix}openvswitch_db`,
     vswitchd: `${prefix}openvswitch_vswitchd`,
+    agent: `${prefix}neutron_openvswitch_agent`,
+    intBridge,
+    secretsFile,
     runDir,
     volumes: [logs, dbVolume],
     overridesFile,
@@ -127,12 +162,22 @@ export function ip(...args: string[]): string {
 /**
  * Two network namespaces, each with one end of a veth pair whose other end
  * stays on the host for an OVS bridge to take as a port: `hostA`/`hostB`,
- * addresses 10.254.<net>.1 and .2/24. Nothing routes them anywhere else.
+ * addresses 10.254.<net>.1 and .2/24, and a third pair `phys` for a
+ * physical bridge's port. Nothing routes them anywhere else.
  */
 export function makePair(
   id: string,
   net: number,
-): { nsA: string; nsB: string; hostA: string; hostB: string; ipA: string; ipB: string; remove: () => void } {
+): {
+  nsA: string;
+  nsB: string;
+  hostA: string;
+  hostB: string;
+  ipA: string;
+  ipB: string;
+  phys: string;
+  remove: () => void;
+} {
   const nsA = `spcd-ovs-${id}-a`;
   const nsB = `spcd-ovs-${id}-b`;
   const hostA = `spa${id}`;
@@ -151,6 +196,11 @@ export function makePair(
     ip('-n', ns, 'link', 'set', `${host}n`, 'up');
     ip('link', 'set', host, 'up');
   }
+  // The physnet bridge's port: one more veth pair, its peer in the first namespace (no address).
+  const phys = `spc${id}`;
+  ip('link', 'add', phys, 'type', 'veth', 'peer', 'name', `${phys}n`);
+  ip('link', 'set', `${phys}n`, 'netns', nsA);
+  ip('link', 'set', phys, 'up');
   const remove = (): void => {
     for (const ns of [nsA, nsB]) {
       try {
@@ -160,5 +210,5 @@ export function makePair(
       }
     }
   };
-  return { nsA, nsB, hostA, hostB, ipA, ipB, remove };
+  return { nsA, nsB, hostA, hostB, ipA, ipB, phys, remove };
 }
