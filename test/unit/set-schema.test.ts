@@ -26,6 +26,7 @@ const SHIPPED_SETS = [
 const SHIPPED_OVERRIDES = [
   'container-sets/hosts/no-privileged.yaml',
   'container-sets/hosts/ovs-no-privileged.yaml',
+  'container-sets/hosts/ovs-userspace-datapath.yaml',
   'container-sets/hosts/linuxbridge-no-privileged.yaml',
   'container-sets-e2e/hosts/openstack-compute.yaml',
 ];

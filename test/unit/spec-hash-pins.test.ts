@@ -51,7 +51,7 @@ const PINS: Record<string, Record<string, Pin>> = {
     openvswitch_vswitchd: {
       v2: 'v2-50b062540f693649f07237c75bb808b8',
       v1: 'v1-f5f30f801e500ab09bd3fa85ad431772',
-      form: '2b60b6d887eb0d974641c3801fa0bf86',
+      form: 'bea71d267b4071ef6cd3cb3503ac4c52',
     },
     neutron_openvswitch_agent: {
       v2: 'v2-8d17a8353ea38e62a0d84d83d582a1d7',
