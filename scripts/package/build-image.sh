@@ -110,9 +110,9 @@ mkdir -p "$root/run/spcd" "$root/run/spcd-ro" "$root/var/lib/spcd"
 echo "phase=install seconds=$(elapsed "$t0" "$(now)")"
 
 t0=$(now)
-commit=$(zcat "$root/usr/share/doc/spcd/changelog.gz" 2>/dev/null | sed -n 's/.*built from commit \([^.]*\)\..*/\1/p' | head -n1)
-commit=${commit:-$(sed -n 's/.*"commit":"\([^"]*\)".*/\1/p' "$root/usr/lib/spcd/dist/build-info.json")}
-created=$(sed -n 's/.*"date":"\([^"]*\)".*/\1/p' "$root/usr/lib/spcd/dist/build-info.json")
+info="$root/usr/lib/spcd/dist/build-info.json"
+commit=$(sed -n 's/.*"commit":"\([^"]*\)".*/\1/p' "$info")
+created=$(sed -n 's/.*"date":"\([^"]*\)".*/\1/p' "$info")
 tar --numeric-owner -C "$root" -cf - . | "$DOCKER" import \
   -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   -c 'ENV NODE_ENV=production' \
