@@ -13,7 +13,12 @@
 # package's paths. --version-suffix makes a newer build of the same version
 # (0.1.0+2), for upgrade tests. The Debian version is package.json's.
 #
-# Output (stdout), last line: deb=PATH deb_kb=K lintian_errors=N lintian_warnings=W
+# A build is reused when its inputs are unchanged (the checkout's commit, its
+# uncommitted changes and untracked files, package-lock.json, the version
+# and suffix, SPCD_DEB_BUILDDEB_ARGS): $OUT/.input-hash. SPCD_DEB_FORCE=1
+# rebuilds. SPCD_DEB_LINTIAN=0 skips lintian (test builds).
+#
+# Output (stdout), last line: deb=PATH deb_kb=K lintian_errors=N lintian_warnings=W source=<built|cached>
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -37,6 +42,18 @@ src="$work/spcd-$version"
 mkdir -p "$work" "$OUT"
 exec 9>"$CACHE/lock.deb"
 flock 9
+deb="spcd_${version}_${arch}.deb"
+input_hash=$(cd "$repo" && {
+  git rev-parse HEAD 2>/dev/null || echo no-git
+  git diff HEAD --binary 2>/dev/null || true
+  git ls-files --others --exclude-standard -z 2>/dev/null | xargs -0r sha256sum
+  echo "version=$version arch=$arch builddeb=${SPCD_DEB_BUILDDEB_ARGS:-} lintian=${SPCD_DEB_LINTIAN:-1}"
+} | sha256sum | cut -c1-16)
+if [ "${SPCD_DEB_FORCE:-0}" != 1 ] && [ -f "$OUT/$deb" ] && [ -f "$OUT/.input-hash" ] &&
+  [ "$(sed -n 1p "$OUT/.input-hash")" = "$input_hash" ]; then
+  echo "$(sed -n 2p "$OUT/.input-hash") source=cached"
+  exit 0
+fi
 rm -rf "$work"/spcd-* "$work"/spcd_* && mkdir -p "$src"
 
 bash "$here/stage.sh" "$src" >&2
@@ -87,15 +104,19 @@ log "dpkg-buildpackage ($version, $arch)"
   tail -n 40 "$work/dpkg-buildpackage.log" >&2
   exit 1
 }
-deb="spcd_${version}_${arch}.deb"
-rm -f "$OUT"/spcd_*.deb
+rm -f "$OUT"/spcd_*.deb "$OUT/.input-hash"
 cp "$work/$deb" "$OUT/$deb"
 
-lintian --no-tag-display-limit "$OUT/$deb" >"$work/lintian.log" 2>&1 || true
-errors=$(grep -c '^E: ' "$work/lintian.log" || true)
-warnings=$(grep -c '^W: ' "$work/lintian.log" || true)
-if [ "$errors" -gt 0 ] || [ "$warnings" -gt 0 ]; then
-  grep -E '^[EW]: ' "$work/lintian.log" | sort | uniq -c | sort -rn | head -n 30 >&2
+errors=skipped warnings=skipped
+if [ "${SPCD_DEB_LINTIAN:-1}" != 0 ]; then
+  lintian --no-tag-display-limit "$OUT/$deb" >"$work/lintian.log" 2>&1 || true
+  errors=$(grep -c '^E: ' "$work/lintian.log" || true)
+  warnings=$(grep -c '^W: ' "$work/lintian.log" || true)
+  if [ "$errors" -gt 0 ] || [ "$warnings" -gt 0 ]; then
+    grep -E '^[EW]: ' "$work/lintian.log" | sort | uniq -c | sort -rn | head -n 30 >&2
+  fi
 fi
 kb=$(( ($(stat -c %s "$OUT/$deb") + 1023) / 1024 ))
-echo "deb=$OUT/$deb deb_kb=$kb lintian_errors=$errors lintian_warnings=$warnings"
+line="deb=$OUT/$deb deb_kb=$kb lintian_errors=$errors lintian_warnings=$warnings"
+printf '%s\n%s\n' "$input_hash" "$line" >"$OUT/.input-hash"
+echo "$line source=built"
