@@ -9,7 +9,7 @@
 # (the DaemonSet's command and readiness probe name those). Root: spcd talks
 # to the Docker socket, which is root-equivalent anyway.
 #
-#   usage: build-image.sh DEB
+#   usage: build-image.sh DEB      (SPCD_IMAGE_NAME: another repository name, for tests)
 #
 # Cached by input hash like scripts/systemd-image/build-image.sh: an image
 # whose spcd.input-hash label matches (the .deb's sha256, this script, the
@@ -33,7 +33,7 @@ rootfs_need_tools
 
 T0=$(now)
 version=$(dpkg-deb -f "$deb" Version)
-IMAGE="registry.local/spcd/spcd:$version"
+IMAGE="${SPCD_IMAGE_NAME:-registry.local/spcd/spcd}:$version"
 base_hash=$({
   sha256sum "$here/../lib/debian-rootfs.sh" | awk '{ print $1 }'
   echo "suite=$SUITE mirror=$MIRROR base=1"
