@@ -145,6 +145,11 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
       },
     );
     expect(await inBox('getent group spcd')).toMatch(/^spcd:/);
+    expect(
+      await inBox(
+        'ls /usr/share/bash-completion/completions/spcctl /usr/share/zsh/vendor-completions/_spcctl',
+      ),
+    ).toBe('/usr/share/bash-completion/completions/spcctl\n/usr/share/zsh/vendor-completions/_spcctl\n');
     expect(await inBox('stat -c %U:%G:%a /etc/spcd /run/spcd/spcd.sock')).toBe(
       'root:spcd:750\nroot:spcd:660\n',
     );
@@ -179,6 +184,8 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
   it('upgrade of the package while a container upgrade is in flight: it finishes, nothing else restarts', async () => {
     const before = await snapshot();
     const spcdPid = (await inBox('systemctl show spcd -p MainPID --value')).trim();
+    // an operator's edit of a conffile, kept by the upgrade (as the removed compute.yaml)
+    await inBox("echo '# edited by the operator' >> /etc/spcd/overrides.yaml");
     // b's new generation passes its gate only after its first check (4 s).
     await spcctl(`upgrade ${b} --image spcd-demo/service:2`);
     // in flight when the package upgrade begins: generation 2 is not yet current
@@ -193,6 +200,9 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
     );
     expect((await inBox('systemctl show spcd -p MainPID --value')).trim()).not.toBe(spcdPid);
     expect(await inBox("dpkg-query -W -f '${Version}' spcd")).toMatch(/\+/);
+    expect(await inBox('tail -n 1 /etc/spcd/overrides.yaml; ls /etc/spcd/container-sets/*.yaml')).toBe(
+      '# edited by the operator\n/etc/spcd/container-sets/install.yaml\n',
+    );
     await waitFor('b on image 2', async () => (await inspect(b))?.Config.Image === 'spcd-demo/service:2', {
       timeoutMs: 120_000,
     });
