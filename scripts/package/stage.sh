@@ -55,7 +55,7 @@ if [ ! -d "$deps/node_modules" ]; then
   mv "$deps.part" "$deps"
 fi
 
-rm -rf "$out" && mkdir -p "$out/lib" "$out/completion"
+rm -rf "$out" && mkdir -p "$out/lib" "$out/completion/bash" "$out/completion/zsh"
 lib="$out/lib"
 cp -a "$repo/package.json" "$repo/bin" "$repo/dist" "$repo/templates" "$repo/healthchecks" "$lib/"
 cp -a "$deps/node_modules" "$lib/node_modules"
@@ -65,7 +65,8 @@ find "$lib/healthchecks" -type f -name 'healthcheck_*' -exec chmod 0755 {} +
 find "$lib/healthchecks" -type f ! -name 'healthcheck_*' -exec chmod 0644 {} +
 find "$lib/dist" -type f -name "*.map" -delete
 find "$lib/dist" -type f -exec chmod 0644 {} +
-node "$repo/bin/spcctl.js" completion bash >"$out/completion/spcctl.bash"
-node "$repo/bin/spcctl.js" completion zsh >"$out/completion/_spcctl"
+# named as bash-completion and zsh look them up: completions/<command>, _<command>
+node "$repo/bin/spcctl.js" completion bash >"$out/completion/bash/spcctl"
+node "$repo/bin/spcctl.js" completion zsh >"$out/completion/zsh/_spcctl"
 cp "$repo/dist/build-info.json" "$out/build-info.json"
 log "staged $(du -sm "$lib" | cut -f1) MB in $lib ($(cat "$out/build-info.json"))"
