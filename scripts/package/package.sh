@@ -11,7 +11,9 @@ deb_line=$(bash "$here/build-deb.sh" "$@" | tail -n 1)
 echo "$deb_line"
 deb=$(field deb "$deb_line")
 [ -f "$deb" ] || { echo "package: no .deb built" >&2; exit 1; }
-image_line=$(bash "$here/build-image.sh" "$deb" | tee /dev/stderr | tail -n 1)
+image_out=$(bash "$here/build-image.sh" "$deb")
+echo "$image_out"
+image_line=$(tail -n 1 <<<"$image_out")
 echo "image=$(field image "$image_line") image_mb=$(field image_mb "$image_line") deb=$deb" \
   "deb_kb=$(field deb_kb "$deb_line") lintian_errors=$(field lintian_errors "$deb_line")" \
   "image_rss_mb=$(field rss_mb "$image_line")"
