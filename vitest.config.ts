@@ -32,6 +32,16 @@ export default defineConfig({
           globalSetup: ['test/integration/global-setup.ts'],
         },
       },
+      {
+        test: {
+          // The Debian package under systemd (issue 28): `npm run e2e:install`, which builds the packages first.
+          name: 'install',
+          include: ['test/install/**/*.test.ts'],
+          testTimeout: 600_000,
+          hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

@@ -8,7 +8,8 @@
  */
 import { createLogger } from './log.js';
 import { SpcdError } from './errors.js';
-import { buildDaemon, packageVersion, type Daemon } from './daemon/daemon.js';
+import { buildDaemon, type Daemon } from './daemon/daemon.js';
+import { buildInfo, formatVersion } from './version.js';
 import { describeStartupError } from './daemon/startup-error.js';
 import { Components } from './daemon/lifecycle.js';
 import { parseSettings, usage } from './daemon/settings.js';
@@ -26,7 +27,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       return 0;
     }
     if (parsed === 'version') {
-      process.stdout.write(`spcd ${packageVersion()}\n`);
+      process.stdout.write(`${formatVersion('spcd', buildInfo())}\n`);
       return 0;
     }
     settings = parsed;

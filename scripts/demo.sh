@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's first command: install what is missing, build the demo images,
+# The README's first command: install what the demo needs (scripts/setup-demo.sh:
+# no test tools), build the demo images,
 # and run spcd in the foreground with the bundled demo set. Ctrl-C stops spcd;
 # the containers it keeps keep running (that is the point). spcd's log shows as
 # readable lines on a terminal (JSON when piped; see docs/how-to/operate-a-host.md#logs).
@@ -7,7 +8,7 @@
 #   docker rm -f $(docker ps -aq --filter label=spcd.instance=demo)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup-demo.sh
 STATE="${SPCD_DEMO_STATE:-/var/lib/spcd-demo}"
 SOCK="${SPCD_DEMO_SOCKET:-/run/spcd-demo/spcd.sock}"
 mkdir -p "$STATE" /run/spcd-demo/libvirt /var/lib/spcd-demo/libvirt

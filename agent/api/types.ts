@@ -109,6 +109,8 @@ export type DefinitionsStatus =
 
 export interface StatusDocument {
   readonly version: string;
+  /** The git commit spcd was built from and the build date ("unknown" when run from the sources). */
+  readonly build?: { readonly commit: string; readonly date: string };
   readonly instance: string;
   readonly host: Readonly<Record<string, unknown>>;
   readonly engine: { readonly available: boolean; readonly version?: string; readonly reason?: string };

@@ -187,6 +187,10 @@ export function parse(argv: readonly string[]): Parsed | 'help' {
       break;
     }
   }
+  // `spcctl --version` is `spcctl version` (as `spcd --version`)
+  if (command === undefined && argv.includes('--version')) {
+    return parse(['version', ...argv.filter((a) => a !== '--version')]);
+  }
   if (command === undefined) {
     if (argv.includes('--help') || argv.includes('-h')) return 'help';
     throw new CliError('no command given\n' + usageText(), EXIT.USAGE);

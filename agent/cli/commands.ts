@@ -1,5 +1,5 @@
 /** What each spcctl command does: ask the daemon, print a table or JSON. */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type {
   ContainerHealthView,
@@ -33,6 +33,7 @@ import { complete, completion } from './completion.js';
 import { render, renderItem, type Tables } from './output.js';
 import { fleet } from './fleet-status.js';
 import { runAndFollow } from './progress.js';
+import { buildInfo, formatVersion } from '../version.js';
 
 export interface CliIo {
   readonly stdout: { write(text: string): unknown; isTTY?: boolean };
@@ -282,17 +283,10 @@ async function schema(ctx: CommandContext): Promise<ExitCode> {
   return EXIT.OK;
 }
 
-export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  return pkg.version;
-}
-
 async function version(ctx: CommandContext): Promise<ExitCode> {
-  const v = packageVersion();
-  if (ctx.json) printJson(ctx, { version: v });
-  else print(ctx, `spcctl ${v}\n`);
+  const info = buildInfo();
+  if (ctx.json) printJson(ctx, { version: info.version, commit: info.commit, date: info.date });
+  else print(ctx, `${formatVersion('spcctl', info)}\n`);
   return EXIT.OK;
 }
 

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { buildInfo } from '../version.js';
 import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { systemClock, type Clock } from '../model/clock.js';
@@ -54,15 +54,9 @@ export interface DaemonParts {
   readonly prePull: (images: readonly string[], operationId: string) => Promise<void>;
 }
 
+/** package.json's version (agent/version.ts). */
 export function packageVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      version?: string;
-    };
-    return pkg.version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
+  return buildInfo().version;
 }
 
 export type Daemon = DaemonParts & {
@@ -203,6 +197,7 @@ export function buildDaemon(
     health,
     definitions: () => definitions.current.sets,
     version,
+    build: { commit: buildInfo().commit, date: buildInfo().date },
     instance: settings.instance,
     hostFacts: () => Promise.resolve({ hostname: hostname(), pid: process.pid, node: process.version }),
     preflight: () => converge.preflight as unknown as Record<string, unknown> | undefined,

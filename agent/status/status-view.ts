@@ -34,6 +34,8 @@ export interface StatusDeps {
   readonly health: { snapshot(name: string): HealthSnapshot | undefined };
   readonly definitions: () => readonly SetSpec[];
   readonly version: string;
+  /** The git commit and build date of this spcd (agent/version.ts). */
+  readonly build?: { readonly commit: string; readonly date: string };
   readonly instance: string;
   readonly hostFacts: () => Promise<Record<string, unknown>>;
   readonly preflight?: () => Record<string, unknown> | undefined;
@@ -75,6 +77,7 @@ export class DaemonStatus implements StatusView {
     const recovery = this.d.state.recovery();
     return {
       version: this.d.version,
+      ...(this.d.build ? { build: this.d.build } : {}),
       instance: this.d.instance,
       host: await this.d.hostFacts(),
       engine,

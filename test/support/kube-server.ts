@@ -8,6 +8,7 @@
  * Tests drive it through the real @kubernetes/client-node.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -147,8 +148,13 @@ export class FakeKubeServer {
   readonly calls: RecordedCall[] = [];
   port = 0;
 
-  async start(port = 0): Promise<string> {
-    this.server = createServer((req, res) => void this.handle(req, res));
+  private scheme = 'http';
+
+  /** `tls`: serve HTTPS with this key and certificate (spcd's in-cluster config speaks HTTPS only). */
+  async start(port = 0, tls?: { key: string; cert: string }): Promise<string> {
+    const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res);
+    this.scheme = tls ? 'https' : 'http';
+    this.server = tls ? createTlsServer({ key: tls.key, cert: tls.cert }, handler) : createServer(handler);
     this.server.keepAliveTimeout = 30_000;
     this.server.on('connection', (s) => {
       this.sockets.add(s);
@@ -162,7 +168,7 @@ export class FakeKubeServer {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.scheme}://127.0.0.1:${this.port}`;
   }
 
   async stop(): Promise<void> {

@@ -200,7 +200,7 @@ describe('tables and JSON', () => {
     expect((await cli(['logs', '--tail', '1', 'cron'])).out).toBe('line 3\n');
     const v = await cli(['version'], { env: {} });
     expect(v).toMatchObject({ code: 0 });
-    expect(v.out).toMatch(/^spcctl \d+\.\d+\.\d+\n$/);
+    expect(v.out).toMatch(/^spcctl \d+\.\d+\.\d+ \(commit \S+, built \S+\)\n$/);
   });
 });
 

@@ -107,6 +107,7 @@ const StateRecoveryView = obj(
 const StatusDocument = obj(
   {
     version: str(),
+    build: obj({ commit: str(), date: str() }),
     instance: str(),
     host: anyObject('host facts'),
     engine: obj({ available: bool, version: str(), reason: str() }, ['version', 'reason']),
@@ -116,7 +117,7 @@ const StatusDocument = obj(
     retained: arr(ref('ContainerStatus')),
     stateRecovery: ref('StateRecoveryView'),
   },
-  ['preflight', 'definitions', 'retained', 'stateRecovery'],
+  ['build', 'preflight', 'definitions', 'retained', 'stateRecovery'],
 );
 
 const HealthResultView = obj({
