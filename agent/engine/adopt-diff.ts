@@ -41,12 +41,16 @@ const ENGINE_DEFAULTS = new Set(['Memory', 'ShmSize', 'PidsLimit', 'Init']);
 
 const PROPAGATION = new Set(['shared', 'slave', 'private', 'rshared', 'rslave', 'rprivate']);
 
-function bindKey(b: string): string {
+/** A path as Docker resolves it: "/etc/kolla/nova-compute/" is "/etc/kolla/nova-compute". */
+const trimSlash = (p: string): string => (p.startsWith('/') ? p.replace(/\/+$/, '') || '/' : p);
+
+/** A bind in one spelling: "source:target:ro|rw[:propagation]", Docker's default mode written out. */
+export function bindKey(b: string): string {
   const [src = '', dst = '', opts = ''] = b.split(':');
   const flags = opts.split(',').filter((o) => o !== '');
   const mode = flags.includes('ro') ? 'ro' : 'rw';
   const prop = flags.find((o) => PROPAGATION.has(o));
-  return [src, dst.replace(/\/+$/, '') || '/', mode, ...(prop ? [prop] : [])].join(':');
+  return [trimSlash(src), trimSlash(dst), mode, ...(prop ? [prop] : [])].join(':');
 }
 
 const capKey = (c: string): string => c.toUpperCase().replace(/^CAP_/, '');

@@ -3,7 +3,7 @@ import { SpcdError } from '../errors.js';
 import type { UnlabeledContainer } from '../model/adoption.js';
 import { decodeIdentity } from '../model/labels.js';
 import type { EngineState, ObservedContainer } from '../model/observed.js';
-import { runtimeDifferences, type InspectedRuntime } from './adopt-diff.js';
+import { bindKey, runtimeDifferences, type InspectedRuntime } from './adopt-diff.js';
 import { createBody } from './create-options.js';
 import { DEADLINES } from './deadlines.js';
 import { withDeadline } from './map-error.js';
@@ -102,6 +102,12 @@ export function engineFacts(info: {
   };
 }
 
+/** A bind as a set file writes it: no trailing slashes, ",propagation" after the mode. */
+function bindText(b: string): string {
+  const [src, dst, mode, prop] = bindKey(b).split(':');
+  return `${src}:${dst}:${mode}${prop ? `,${prop}` : ''}`;
+}
+
 /**
  * A container-set entry that reproduces an unlabeled container, in the
  * YAML keys of docs/container-sets.md: what the engine holds, minus the
@@ -136,7 +142,7 @@ export async function describeUnlabeled(
     if (typeof v === 'string' && v !== '' && v !== 'private' && v !== 'shareable' && v !== 'default')
       out[yaml] = v;
   }
-  if (list(h.Binds).length > 0) out.binds = list(h.Binds);
+  if (list(h.Binds).length > 0) out.binds = list(h.Binds).map(bindText);
   if (list(h.CapAdd).length > 0) out.cap_add = list(h.CapAdd);
   if (list(h.CapDrop).length > 0) out.cap_drop = list(h.CapDrop);
   if (list(h.SecurityOpt).length > 0) out.security_opt = list(h.SecurityOpt);
