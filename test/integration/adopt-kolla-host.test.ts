@@ -346,4 +346,36 @@ describe('a host kolla-ansible built, adopted by spcd with no restart', () => {
       expect(containers.get(n(s.kolla))).toMatchObject({ generation: 1, containerId: now.id });
     }
   });
+
+  it("retires kolla-ansible's units with no container stopped: a drop-in first, then disable --now", async () => {
+    for (const s of SERVICES) {
+      const unit = `kolla-${n(s.kolla)}-container.service`;
+      // Without the drop-in, stopping the unit runs its ExecStop (docker stop): the drop-in empties it,
+      // kills the attached CLI with SIGKILL (which it cannot forward) and ends Restart=always.
+      await inBox(
+        [
+          `mkdir -p /etc/systemd/system/${unit}.d`,
+          `printf '[Service]\\nExecStop=\\nKillSignal=SIGKILL\\nRestart=no\\n' > /etc/systemd/system/${unit}.d/retire.conf`,
+          'systemctl daemon-reload',
+          `systemctl disable --now ${unit}`,
+          // the SIGKILL leaves the unit failed (result: signal); Restart=no keeps it down
+          `systemctl reset-failed ${unit}`,
+        ].join(' && '),
+      );
+      expect((await inBox(`systemctl is-active ${unit} || true`)).trim()).toBe('inactive');
+      expect((await inBox(`systemctl is-enabled ${unit} || true`)).trim()).toBe('disabled');
+      expect((await inBox(`systemctl show -p ExecStop --value ${unit}`)).trim()).toBe('');
+    }
+    // Each container runs on as it was; spcd still holds it as generation 1.
+    const containers = await statusOnceListed();
+    for (const s of SERVICES) {
+      const now = await running(n(s.kolla));
+      expect(now).toEqual(before.get(s.kolla));
+      expect(containers.get(n(s.kolla))).toMatchObject({
+        generation: 1,
+        containerId: now.id,
+        state: 'running',
+      });
+    }
+  });
 });
