@@ -178,6 +178,23 @@ describe('adoption through the reconciler', () => {
     expect(p.deps.state.record('nova_compute')?.adopted).toBeUndefined();
   });
 
+  it('releases an adoption: the container runs on untouched and is adoptable again', async () => {
+    const { p, c } = await host();
+    const rec = await spcd(p);
+    await adopted(p, rec);
+    await until(p.clock, 'listed', () => rec.primary('nova_compute')?.id === c.id);
+    const released = await rec.runExclusive('nova_compute', { id: 'rel', kind: 'adopt' }, () =>
+      p.deps.state.release('nova_compute'),
+    );
+    expect(released).toMatchObject({ id: c.id, generation: 1 });
+    await until(p.clock, 'adoptable again', () => rec.currentPlan().adoptions !== undefined);
+    expect(rec.currentPlan().adoptions).toEqual([{ container: 'nova_compute' }]);
+    expect(rec.primary('nova_compute')).toBeUndefined();
+    expect(p.deps.state.record('nova_compute')).toMatchObject({ adopted: undefined, lastKnownGood: null });
+    expect(changes(p)).toEqual([]);
+    expect([c.state, c.startedAt]).toEqual(['running', p.engine.byName('nova_compute')?.startedAt]);
+  });
+
   it('reports a new id under an adopted name, once, and does not touch it', async () => {
     const { p, c } = await host();
     const rec = await spcd(p);
