@@ -23,6 +23,7 @@ import { TemplateConfig } from '../config/template-config.js';
 import { registryAuthFromFile } from '../host/registry-auth.js';
 import { CgroupExitWatch } from '../host/exit-watch.js';
 import { ProcVmProbe } from '../host/vm-probe.js';
+import { SystemctlUnitProbe } from '../host/kolla-units.js';
 import { publishHealthEvents } from '../status/health-events.js';
 import { registerDaemonMetrics } from '../status/metrics.js';
 import { planView } from '../status/plan-view.js';
@@ -142,6 +143,7 @@ export function buildDaemon(
     health: healthSync,
     preparer: new MountPreparer(settings.healthchecksDir, config),
     vms: new ProcVmProbe(),
+    units: new SystemctlUnitProbe(),
     exits: new CgroupExitWatch(clock),
     events,
     log: log.child({ room: 'executor' }),

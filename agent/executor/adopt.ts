@@ -29,7 +29,7 @@ export async function adoptContainer(
     throw new SpcdError('NOT_FOUND', `no container without spcd labels runs under the name ${name}`, {
       container: name,
     });
-  const blocked = adoptionBlock(planned);
+  const blocked = adoptionBlock(planned) ?? (await deps.units?.supervisor(name));
   if (blocked) throw new SpcdError('ADOPT_BLOCKED', `${name}: ${blocked}`, { container: name });
   const request = {
     spec: s.desired.spec,

@@ -99,6 +99,28 @@ describe('adoption through the reconciler', () => {
     expect(changes(p)).toEqual([]);
   });
 
+  it("refuses while kolla-ansible's unit could still stop or restart the container", async () => {
+    const { p } = await host();
+    p.deps = {
+      ...p.deps,
+      units: { supervisor: async (name) => `kolla-${name}-container.service is active` },
+    };
+    const rec = await spcd(p);
+    let refused: unknown;
+    rec
+      .request('nova_compute', { verb: 'adopt', operation: { id: 'a', kind: 'adopt' } })
+      .catch((e: unknown) => {
+        refused = e;
+      });
+    await until(p.clock, 'refused', () => refused !== undefined);
+    expect(refused).toMatchObject({
+      code: 'ADOPT_BLOCKED',
+      message: expect.stringContaining('container.service is active'),
+    });
+    expect(p.deps.state.record('nova_compute')?.adopted).toBeUndefined();
+    expect(changes(p)).toEqual([]);
+  });
+
   it('keeps the adoption across a SIGKILL of spcd and a new spcd, still with no restart', async () => {
     const { p, c } = await host();
     const rec = await spcd(p);
