@@ -52,6 +52,18 @@ async function adopted(p: FakeProcess, rec: Reconciler): Promise<unknown> {
   return result;
 }
 
+/** The operator's adopt, which must fail: its error. */
+async function refusal(p: FakeProcess, rec: Reconciler): Promise<unknown> {
+  let refused: unknown;
+  rec
+    .request('nova_compute', { verb: 'adopt', operation: { id: 'a', kind: 'adopt' } })
+    .catch((e: unknown) => {
+      refused = e;
+    });
+  await until(p.clock, 'refused', () => refused !== undefined);
+  return refused;
+}
+
 describe('adoption through the reconciler', () => {
   it('creates nothing under the name of an unlabeled container and waits for the operator', async () => {
     const { p } = await host();
@@ -87,13 +99,7 @@ describe('adoption through the reconciler', () => {
     expect(rec.currentPlan().adoptions).toEqual([
       { container: 'nova_compute', blocked: expect.stringContaining('privileged: definition true') },
     ]);
-    let refused: unknown;
-    rec
-      .request('nova_compute', { verb: 'adopt', operation: { id: 'a', kind: 'adopt' } })
-      .catch((e: unknown) => {
-        refused = e;
-      });
-    await until(p.clock, 'refused', () => refused !== undefined);
+    const refused = await refusal(p, rec);
     expect(refused).toMatchObject({ code: 'ADOPT_BLOCKED' });
     expect(p.deps.state.record('nova_compute')?.adopted).toBeUndefined();
     expect(changes(p)).toEqual([]);
@@ -106,13 +112,7 @@ describe('adoption through the reconciler', () => {
       units: { supervisor: async (name) => `kolla-${name}-container.service is active` },
     };
     const rec = await spcd(p);
-    let refused: unknown;
-    rec
-      .request('nova_compute', { verb: 'adopt', operation: { id: 'a', kind: 'adopt' } })
-      .catch((e: unknown) => {
-        refused = e;
-      });
-    await until(p.clock, 'refused', () => refused !== undefined);
+    const refused = await refusal(p, rec);
     expect(refused).toMatchObject({
       code: 'ADOPT_BLOCKED',
       message: expect.stringContaining('container.service is active'),
