@@ -89,7 +89,7 @@ export const ERRORS = {
   ADOPT_BLOCKED: {
     status: 409,
     summary:
-      'A container without spcd labels cannot be adopted: it differs from its definition, is not running, or changed since it was planned.',
+      'A container without spcd labels cannot be adopted: it differs from its definition, is not running, changed since it was planned, or a kolla-ansible unit could still stop or restart it.',
   },
   GENERATION_MISMATCH: {
     status: 409,

@@ -306,47 +306,6 @@ describe('a host kolla-ansible built, adopted by spcd with no restart', () => {
     expect(reload.code, reload.err + reload.out).toBe(0);
   });
 
-  it("adopts each on the operator's word: generation 1, the same id and StartedAt", async () => {
-    for (const s of SERVICES) {
-      const r = await cli('adopt', 'apply', n(s.kolla), '--wait');
-      expect(r.code, r.err + r.out).toBe(0);
-    }
-    const containers = await statusOnceListed();
-    for (const s of SERVICES) {
-      const now = await running(n(s.kolla));
-      expect(now).toEqual(before.get(s.kolla));
-      expect(containers.get(n(s.kolla))).toMatchObject({
-        generation: 1,
-        containerId: now.id,
-        state: 'running',
-      });
-      // spcd left kolla-ansible's unit alone: retiring it is a step of its own
-      expect((await inBox(`systemctl is-active kolla-${n(s.kolla)}-container.service || true`)).trim()).toBe(
-        'active',
-      );
-    }
-  });
-
-  it('keeps them after a SIGKILL of spcd and a new spcd, still without a restart', async () => {
-    await spcd?.kill9();
-    spcd = SpcdProcess.start(sb);
-    await spcd.ready(60_000);
-    await waitFor(
-      'the new spcd lists them',
-      async () => {
-        const plan = JSON.parse((await cli('plan', '-o', 'json')).out) as PlanView;
-        return plan.items.length === 0 && plan.problems.length === 0;
-      },
-      { timeoutMs: 30_000 },
-    );
-    const containers = await statusOnceListed();
-    for (const s of SERVICES) {
-      const now = await running(n(s.kolla));
-      expect(now).toEqual(before.get(s.kolla));
-      expect(containers.get(n(s.kolla))).toMatchObject({ generation: 1, containerId: now.id });
-    }
-  });
-
   it("retires kolla-ansible's units with no container stopped: a drop-in first, then disable --now", async () => {
     for (const s of SERVICES) {
       const unit = `kolla-${n(s.kolla)}-container.service`;
@@ -379,7 +338,15 @@ describe('a host kolla-ansible built, adopted by spcd with no restart', () => {
       expect((await inBox(`systemctl is-active kolla-${n(s.kolla)}-container.service || true`)).trim()).toBe(
         'inactive',
       );
-    // Each container runs on as it was; spcd still holds it as generation 1.
+    // Each container runs on as it was, with no supervisor until spcd adopts it.
+    for (const s of SERVICES) expect(await running(n(s.kolla))).toEqual(before.get(s.kolla));
+  });
+
+  it("adopts each on the operator's word: generation 1, the same id and StartedAt", async () => {
+    for (const s of SERVICES) {
+      const r = await cli('adopt', 'apply', n(s.kolla), '--wait');
+      expect(r.code, r.err + r.out).toBe(0);
+    }
     const containers = await statusOnceListed();
     for (const s of SERVICES) {
       const now = await running(n(s.kolla));
@@ -389,6 +356,26 @@ describe('a host kolla-ansible built, adopted by spcd with no restart', () => {
         containerId: now.id,
         state: 'running',
       });
+    }
+  });
+
+  it('keeps them after a SIGKILL of spcd and a new spcd, still without a restart', async () => {
+    await spcd?.kill9();
+    spcd = SpcdProcess.start(sb);
+    await spcd.ready(60_000);
+    await waitFor(
+      'the new spcd lists them',
+      async () => {
+        const plan = JSON.parse((await cli('plan', '-o', 'json')).out) as PlanView;
+        return plan.items.length === 0 && plan.problems.length === 0;
+      },
+      { timeoutMs: 30_000 },
+    );
+    const containers = await statusOnceListed();
+    for (const s of SERVICES) {
+      const now = await running(n(s.kolla));
+      expect(now).toEqual(before.get(s.kolla));
+      expect(containers.get(n(s.kolla))).toMatchObject({ generation: 1, containerId: now.id });
     }
   });
 });
