@@ -86,6 +86,11 @@ export const ERRORS = {
   // operations
   NOT_FOUND: { status: 404, summary: 'No such container, set, generation or route.' },
   CONFLICT: { status: 409, summary: 'Another operation holds this container.' },
+  ADOPT_BLOCKED: {
+    status: 409,
+    summary:
+      'A container without spcd labels cannot be adopted: it differs from its definition, is not running, changed since it was planned, or a kolla-ansible unit could still stop or restart it.',
+  },
   GENERATION_MISMATCH: {
     status: 409,
     summary: 'The request expected a generation that is not the current one.',

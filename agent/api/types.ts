@@ -228,7 +228,8 @@ export interface GenerationDiffView {
 export interface PlanItem {
   readonly container: string;
   readonly set: string;
-  readonly action: 'create' | 'recreate' | 'restart' | 'remove' | 'start' | 'none';
+  /** adopt: a container without spcd labels that spcd adopts on the operator's word (blocked: the reason says why not). */
+  readonly action: 'create' | 'recreate' | 'restart' | 'remove' | 'start' | 'adopt' | 'none';
   readonly reason: string;
   readonly fileDiffs?: readonly { readonly file: string; readonly diff: string }[];
 }
@@ -291,4 +292,21 @@ export interface Actions {
   rollback(name: string, opts: { toGeneration?: number; force?: boolean }): Promise<OperationRef>;
   upgradeSet(path: string, opts: { images?: Readonly<Record<string, string>> }): Promise<OperationRef>;
   reload(): Promise<OperationRef>;
+  /**
+   * The operator's word: adopt the container without spcd labels that runs
+   * under this name (no stop, no restart). Optional so older fakes need not
+   * implement it (the route answers 404).
+   */
+  adopt?(name: string): Promise<OperationRef>;
+  /** Forget an adoption: the container runs on as it is, no longer managed. */
+  release?(name: string): Promise<OperationRef>;
+  /** Every running container without spcd labels, as container-set entries that reproduce it. */
+  adoptScan?(): Promise<AdoptScan>;
+}
+
+export interface AdoptScan {
+  readonly containers: readonly {
+    readonly name: string;
+    readonly definition: Readonly<Record<string, unknown>>;
+  }[];
 }

@@ -83,6 +83,12 @@ export const COMMANDS: Record<string, CommandDef> = {
     operand: 'container',
     usage: 'start NAME [--expect-generation N] [--wait]',
   },
+  adopt: {
+    options: { only: { type: 'string' }, ...WAIT },
+    positionals: 2,
+    usage: 'adopt scan SET [--only NAME,...] | adopt apply NAME [--wait] | adopt release NAME',
+    operand: ['scan', 'apply', 'release'],
+  },
   logs: {
     options: { follow: { type: 'boolean', short: 'f' }, tail: { type: 'string' }, raw: { type: 'boolean' } },
     positionals: 1,

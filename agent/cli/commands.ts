@@ -32,6 +32,7 @@ import { generationDiff } from './gen-diff.js';
 import { complete, completion } from './completion.js';
 import { render, renderItem, type Tables } from './output.js';
 import { fleet } from './fleet-status.js';
+import { adopt } from './adopt.js';
 import { runAndFollow } from './progress.js';
 import { buildInfo, formatVersion } from '../version.js';
 
@@ -300,6 +301,12 @@ export const COMMAND_TABLE: Record<string, Command> = {
   restart: lifecycle('restart'),
   stop: lifecycle('stop'),
   start: lifecycle('start'),
+  adopt: (ctx) =>
+    adopt({
+      ...ctx,
+      print: (t) => print(ctx, t),
+      operation: (path, body) => operation(ctx, path, body),
+    }),
   logs,
   events,
   plan,

@@ -2,7 +2,7 @@ import { SpcdError } from '../errors.js';
 import { specHash } from '../model/hash.js';
 import { compareSpecHash } from '../model/hash-schemes.js';
 import { allContainers, findSet, type ContainerSpec, type DesiredState } from '../model/spec.js';
-import type { Actions, OperationRef } from '../api/types.js';
+import type { Actions, AdoptScan, OperationRef } from '../api/types.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { assertImageAllowed, type PullPolicy } from '../executor/image.js';
 import type { Intent, StepOperation } from '../planner/types.js';
@@ -224,6 +224,31 @@ export class DaemonActions implements Actions {
       return { set: path, generations: changed };
     })();
     return this.d.operations.track(id, 'set-upgrade', path, run);
+  }
+
+  async adopt(name: string): Promise<OperationRef> {
+    this.desiredSpec(name);
+    const operation: StepOperation = { id: this.d.operations.newId('adopt'), kind: 'adopt' };
+    return this.track(name, { verb: 'adopt', operation });
+  }
+
+  /** Forgets the adoption under the container's lock; the container runs on as it is. */
+  async release(name: string): Promise<OperationRef> {
+    this.desiredSpec(name);
+    if (!this.d.exec.state.record(name)?.adopted)
+      throw new SpcdError('NOT_FOUND', `${name} is not an adopted container`, { container: name });
+    const op = { id: this.d.operations.newId('release'), kind: 'adopt' as const };
+    const run = this.d.reconciler.runExclusive(name, op, async () => {
+      const was = await this.d.exec.state.release(name);
+      if (!was) throw new SpcdError('NOT_FOUND', `${name} is not an adopted container`, { container: name });
+      this.d.exec.log.info({ container: name, id: was.id }, 'adoption released');
+      return { container: name, id: was.id, generation: was.generation };
+    });
+    return this.d.operations.track(op.id, 'release', name, run);
+  }
+
+  async adoptScan(): Promise<AdoptScan> {
+    return { containers: await this.d.exec.engine.describeUnlabeled() };
   }
 
   async reload(): Promise<OperationRef> {

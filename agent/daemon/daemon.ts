@@ -4,6 +4,8 @@ import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { systemClock, type Clock } from '../model/clock.js';
 import { EventBus } from '../model/events.js';
+import { adoptedIdentities } from '../state/adopted.js';
+import { findUnlabeled } from '../reconciler/adoption-watch.js';
 import { DockerEngine } from '../engine/docker.js';
 import { HealthManager } from '../health/manager.js';
 import { envFailpoint } from '../executor/failpoint.js';
@@ -21,6 +23,7 @@ import { TemplateConfig } from '../config/template-config.js';
 import { registryAuthFromFile } from '../host/registry-auth.js';
 import { CgroupExitWatch } from '../host/exit-watch.js';
 import { ProcVmProbe } from '../host/vm-probe.js';
+import { SystemctlUnitProbe } from '../host/kolla-units.js';
 import { publishHealthEvents } from '../status/health-events.js';
 import { registerDaemonMetrics } from '../status/metrics.js';
 import { planView } from '../status/plan-view.js';
@@ -109,8 +112,12 @@ export function buildDaemon(
 ): Daemon {
   const clock = opts.clock ?? systemClock;
   const events = new EventBus();
-  const engine = new DockerEngine({ socketPath: settings.dockerSocket, log: log.child({ room: 'engine' }) });
   const state = new StateStore(settings.stateDir);
+  const engine = new DockerEngine({
+    socketPath: settings.dockerSocket,
+    log: log.child({ room: 'engine' }),
+    adopted: () => adoptedIdentities(state, settings.instance),
+  });
   const journal = new Journal(settings.stateDir);
   const templateConfig = new TemplateConfig({
     templatesDir: settings.templatesDir,
@@ -130,6 +137,7 @@ export function buildDaemon(
     health: healthSync,
     preparer: new MountPreparer(settings.healthchecksDir, config),
     vms: new ProcVmProbe(),
+    units: new SystemctlUnitProbe(),
     exits: new CgroupExitWatch(clock),
     events,
     log: log.child({ room: 'executor' }),
@@ -207,6 +215,12 @@ export function buildDaemon(
         preview: () => definitions.preview(),
         desiredOf: (sets, hash) => desiredContainers(sets, state, hash),
         reconciler,
+        unlabeledOf: (desired) =>
+          findUnlabeled(
+            { engine, state, instance: settings.instance },
+            reconciler.observedContainers(),
+            desired,
+          ),
       }),
     configVersions: {
       files: (name, hash) => templateConfig.versionFiles(name, hash),

@@ -1,8 +1,8 @@
 import type Dockerode from 'dockerode';
 import type { Logger } from '../log.js';
 import { SpcdError } from '../errors.js';
-import { decodeIdentity, LABEL } from '../model/labels.js';
-import type { EngineState, ObservedContainer } from '../model/observed.js';
+import { decodeIdentity, LABEL, type Identity } from '../model/labels.js';
+import type { ObservedContainer } from '../model/observed.js';
 import { createBody } from './create-options.js';
 import { DEADLINES } from './deadlines.js';
 import { loadDockerode } from './load-dockerode.js';
@@ -12,6 +12,8 @@ import { pullImage } from './pull.js';
 import { subscribeEvents } from './events.js';
 import { streamLogs } from './logs.js';
 import { createVolume, inspectVolume } from './volumes.js';
+import { describeUnlabeled, engineFacts, inspectUnlabeled } from './unlabeled.js';
+import type { AdoptedIdentity, UnlabeledContainer } from '../model/adoption.js';
 import type {
   CallOptions,
   CreateRequest,
@@ -51,24 +53,16 @@ interface InspectInfo {
   };
 }
 
-const ZERO_TIME = '0001-01-01T00:00:00Z';
 const INSPECT_PARALLEL = 8;
 
-function toObserved(info: InspectInfo): ObservedContainer | undefined {
-  const identity = decodeIdentity(info.Config.Labels ?? undefined);
+/** `adopted`: the identity an adoption record gives a container without labels. */
+function toObserved(info: InspectInfo, adopted?: Identity): ObservedContainer | undefined {
+  const identity = decodeIdentity(info.Config.Labels ?? undefined) ?? adopted;
   if (!identity) return undefined;
   const health = info.State.Health?.Status;
   return {
-    id: info.Id,
-    name: info.Name.replace(/^\//, ''),
+    ...engineFacts(info),
     identity,
-    state: info.State.Status as EngineState,
-    image: info.Config.Image,
-    imageId: info.Image,
-    startedAt: info.State.StartedAt === ZERO_TIME ? '' : info.State.StartedAt,
-    finishedAt: info.State.FinishedAt === ZERO_TIME ? '' : info.State.FinishedAt,
-    exitCode: info.State.ExitCode,
-    pid: info.State.Pid,
     ...(health === 'starting' || health === 'healthy' || health === 'unhealthy'
       ? { dockerHealth: health }
       : {}),
@@ -84,7 +78,13 @@ export class DockerEngine implements Engine {
   private readonly docker: Dockerode;
   private readonly inspectCache = new Map<string, { key: string; value: ObservedContainer | undefined }>();
 
-  constructor(private readonly opts: { socketPath: string; log: Logger }) {
+  /**
+   * `adopted`: the containers adopted without labels (their records in the
+   * state file); listManaged and inspect answer them with that identity.
+   */
+  constructor(
+    private readonly opts: { socketPath: string; log: Logger; adopted?: () => readonly AdoptedIdentity[] },
+  ) {
     const Docker = loadDockerode();
     this.docker = new Docker({ socketPath: opts.socketPath });
   }
@@ -159,6 +159,11 @@ export class DockerEngine implements Engine {
       const value = found.get(w.id);
       if (value) out.push(value);
     }
+    // Adopted containers carry no labels: each is inspected by the id its record holds.
+    for (const a of this.opts.adopted?.() ?? []) {
+      const value = await this.inspect(a.id, o);
+      if (value && value.identity.instance === instance) out.push(value);
+    }
     for (const id of this.inspectCache.keys()) if (!seen.has(id)) this.inspectCache.delete(id);
     return out;
   }
@@ -195,11 +200,33 @@ export class DockerEngine implements Engine {
         o?.signal,
         (abortSignal) => this.docker.getContainer(id).inspect({ abortSignal } as object),
       );
-      return toObserved(info as unknown as InspectInfo);
+      const adopted = this.opts.adopted?.().find((a) => a.id === id);
+      return toObserved(info as unknown as InspectInfo, adopted?.identity);
     } catch (err) {
       if (err instanceof SpcdError && err.code === 'ENGINE_NOT_FOUND') return undefined;
       throw err;
     }
+  }
+
+  inspectUnlabeled(
+    name: string,
+    expected: CreateRequest | undefined,
+    o?: CallOptions,
+  ): Promise<UnlabeledContainer | undefined> {
+    return inspectUnlabeled(this.docker, name, expected, o);
+  }
+
+  async describeUnlabeled(o?: CallOptions): Promise<{ name: string; definition: Record<string, unknown> }[]> {
+    const list = await withDeadline('list containers', DEADLINES.list, o?.signal, (abortSignal) =>
+      this.docker.listContainers({ abortSignal } as Dockerode.ContainerListOptions),
+    );
+    const out: { name: string; definition: Record<string, unknown> }[] = [];
+    for (const item of list) {
+      if (decodeIdentity(item.Labels)) continue;
+      const definition = await describeUnlabeled(this.docker, item.Id, o);
+      if (definition) out.push({ name: (item.Names[0] ?? item.Id).replace(/^\//, ''), definition });
+    }
+    return out.sort((a, b) => a.name.localeCompare(b.name));
   }
 
   async create(req: CreateRequest, o?: CallOptions): Promise<string> {

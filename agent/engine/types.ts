@@ -4,6 +4,7 @@
  * deadline that fits its kind (see engine/deadlines.ts); passing the deadline
  * raises SpcdError ENGINE_TIMEOUT, an unreachable socket ENGINE_UNAVAILABLE.
  */
+import type { UnlabeledContainer } from '../model/adoption.js';
 import type { Identity } from '../model/labels.js';
 import type { ObservedContainer } from '../model/observed.js';
 import type { ContainerSpec } from '../model/spec.js';
@@ -110,6 +111,17 @@ export interface ContainerEngine {
   /** Every bootstrap task container of this instance (listManaged leaves them out). */
   listTasks(instance: string, opts?: CallOptions): Promise<TaskContainer[]>;
   inspect(id: string, opts?: CallOptions): Promise<ObservedContainer | undefined>;
+  /**
+   * The container under `name` when it carries no spcd identity (one spcd may
+   * adopt), with its differences from `expected`; undefined otherwise.
+   */
+  inspectUnlabeled(
+    name: string,
+    expected: CreateRequest | undefined,
+    opts?: CallOptions,
+  ): Promise<UnlabeledContainer | undefined>;
+  /** Every running container without spcd labels, each as a container-set entry (YAML keys) that reproduces it. */
+  describeUnlabeled(opts?: CallOptions): Promise<{ name: string; definition: Record<string, unknown> }[]>;
   create(req: CreateRequest, opts?: CallOptions): Promise<string>;
   start(id: string, opts?: CallOptions): Promise<void>;
   /** Sends the stop signal, waits graceMs, then kills. Idempotent on stopped containers. */

@@ -26,3 +26,6 @@ export const FAILPOINTS = [
   'upgrade.after-gate',
   'upgrade.after-commit',
 ] as const;
+
+/** The adoption's failpoints: just before its one state write, and just after it (docs/how-to/adopt.md). */
+export const ADOPT_FAILPOINTS = ['adopt.before-record', 'adopt.after-record'] as const;

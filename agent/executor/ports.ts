@@ -71,6 +71,15 @@ export interface ExitWatch {
   ): Promise<{ gone(signal: AbortSignal): Promise<boolean> } | undefined>;
 }
 
+/**
+ * Another supervisor of a container on this host: kolla-ansible's systemd
+ * unit `kolla-<name>-container.service` (agent/host/kolla-units.ts).
+ */
+export interface UnitProbe {
+  /** Why a unit could still stop or restart the container named `name`; undefined when none can. */
+  supervisor(name: string): Promise<string | undefined>;
+}
+
 export interface ExecutorDeps {
   readonly engine: ContainerEngine & ImageEngine & ExecEngine & LogEngine & VolumeEngine;
   readonly state: StateStore;
@@ -80,6 +89,8 @@ export interface ExecutorDeps {
   readonly vms: VmProbe;
   /** Lets an upgrade start a host-network container's successor as soon as the old one's processes are gone. */
   readonly exits?: ExitWatch;
+  /** An adoption is refused while another supervisor's unit could stop or restart the container. */
+  readonly units?: UnitProbe;
   readonly events: EventBus;
   readonly log: Logger;
   readonly clock: Clock;

@@ -1,4 +1,5 @@
 import { compareConfigHash, compareSpecHash, unknownSchemeReason } from '../model/hash-schemes.js';
+import { adoptionBlock, type UnlabeledFact } from '../model/adoption.js';
 import { isRunning, type ObservedContainer } from '../model/observed.js';
 import {
   NO_FACTS,
@@ -24,6 +25,12 @@ export interface PlanInput {
    * no create, replace or remove. The operator's and the heals' steps go on.
    */
   readonly hold?: string | null;
+  /**
+   * Containers without spcd labels under desired names (none of spcd's
+   * runs there): nothing is created under such a name; the operator adopts
+   * one, or removes it.
+   */
+  readonly unlabeled?: ReadonlyMap<string, UnlabeledFact>;
 }
 
 /**
@@ -64,9 +71,23 @@ export function restrict(p: Plan, waits: (s: Step) => string | undefined): Plan 
 }
 
 /** The operator's request as a step; it goes before anything else planned for the container. */
-function intentStep(intent: Intent, d: DesiredContainer, primary: ObservedContainer | undefined): Step {
+function intentStep(
+  intent: Intent,
+  d: DesiredContainer,
+  primary: ObservedContainer | undefined,
+  unlabeled: UnlabeledFact | undefined,
+): Step {
   const operation = intent.operation;
   switch (intent.verb) {
+    case 'adopt':
+      return {
+        kind: 'adopt',
+        desired: d,
+        candidate: unlabeled,
+        managed: primary,
+        reason: 'adopt requested',
+        operation,
+      };
     case 'restart':
       return { kind: 'restart', desired: d, observed: primary, reason: 'restart requested', operation };
     case 'stop':
@@ -82,6 +103,7 @@ function planAll(input: PlanInput): Plan {
   const steps: Step[] = [];
   const waiting: { container: string; reason: string }[] = [];
   const untouched: { container: string; reason: string }[] = [];
+  const adoptions: { container: string; blocked?: string }[] = [];
   let wakeAt: number | undefined;
   const byName = groupByContainer(input.observed);
   const desiredNames = new Set(input.desired.map((d) => d.spec.name));
@@ -120,8 +142,9 @@ function planAll(input: PlanInput): Plan {
     const facts = input.facts.get(name) ?? NO_FACTS;
     if (facts.busy) continue;
     const primary = primaryOf.get(name);
+    const unlabeled = primary ? undefined : input.unlabeled?.get(name);
     if (facts.intent) {
-      steps.push(intentStep(facts.intent, d, primary));
+      steps.push(intentStep(facts.intent, d, primary, unlabeled));
       continue;
     }
     if (held(name)) continue;
@@ -153,6 +176,12 @@ function planAll(input: PlanInput): Plan {
       return undefined;
     };
 
+    if (!primary && unlabeled) {
+      const blocked = adoptionBlock(unlabeled);
+      adoptions.push({ container: name, ...(blocked ? { blocked } : {}) });
+      waiting.push({ container: name, reason: unlabeledReason(unlabeled) });
+      continue;
+    }
     if (!primary) {
       const reason = blocked();
       if (reason) waiting.push({ container: name, reason });
@@ -212,8 +241,16 @@ function planAll(input: PlanInput): Plan {
     steps,
     waiting,
     ...(untouched.length > 0 ? { untouched } : {}),
+    ...(adoptions.length > 0 ? { adoptions } : {}),
     ...(wakeAt === undefined ? {} : { wakeAt }),
   };
+}
+
+/** What the plan says of an unlabeled container under a desired name. */
+export function unlabeledReason(f: UnlabeledFact): string {
+  const block = adoptionBlock(f);
+  if (block) return `not adoptable: ${block}`;
+  return "adopt: runs without spcd labels and matches its definition; spcd adopts it on the operator's word (spcctl adopt apply), creates nothing under its name meanwhile";
 }
 
 export type Judgement =

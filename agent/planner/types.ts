@@ -1,3 +1,4 @@
+import type { UnlabeledFact } from '../model/adoption.js';
 import type { ObservedContainer } from '../model/observed.js';
 import type { ContainerSpec } from '../model/spec.js';
 
@@ -54,7 +55,16 @@ export interface JournalHold {
  * verb.
  */
 export type OperationKind =
-  'reconcile' | 'heal' | 'recover' | 'restart' | 'stop' | 'start' | 'upgrade' | 'rollback' | 'set-upgrade';
+  | 'reconcile'
+  | 'heal'
+  | 'recover'
+  | 'restart'
+  | 'stop'
+  | 'start'
+  | 'upgrade'
+  | 'rollback'
+  | 'set-upgrade'
+  | 'adopt';
 
 /** The operation a step carries out: its id is the one the API answered with. */
 export interface StepOperation {
@@ -68,7 +78,7 @@ export interface StepOperation {
  * file; these are the one-shot ones that carry an operation.
  */
 export type Intent =
-  | { readonly verb: 'restart' | 'stop' | 'start'; readonly operation: StepOperation }
+  | { readonly verb: 'restart' | 'stop' | 'start' | 'adopt'; readonly operation: StepOperation }
   | {
       readonly verb: 'change';
       readonly operation: StepOperation;
@@ -127,6 +137,16 @@ export interface StepFields {
     readonly reason: string;
     readonly intent: Extract<Intent, { verb: 'change' }>;
   };
+  /** The operator's adoption of an unlabeled container: recorded, never stopped or recreated. */
+  readonly adopt: {
+    readonly desired: DesiredContainer;
+    /** The unlabeled container under its name; undefined when there is none. */
+    readonly candidate: UnlabeledFact | undefined;
+    /** spcd already manages a container under this name. */
+    readonly managed: ObservedContainer | undefined;
+    readonly reason: string;
+    readonly operation: StepOperation;
+  };
   readonly remove: {
     readonly observed: ObservedContainer;
     readonly reason: string;
@@ -151,6 +171,11 @@ export interface Plan {
    * a newer spcd (a hash scheme it does not know); absent when there are none.
    */
   readonly untouched?: readonly { readonly container: string; readonly reason: string }[];
+  /**
+   * Containers without spcd labels under desired names: adoptable on the
+   * operator's word, or blocked (the reason); absent when there are none.
+   */
+  readonly adoptions?: readonly { readonly container: string; readonly blocked?: string }[];
   /** The earliest time something waiting may become possible; undefined when nothing waits on time. */
   readonly wakeAt?: number;
 }

@@ -3,12 +3,19 @@ import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { EventBus } from '../model/events.js';
 import type { ObservedContainer } from '../model/observed.js';
+import type { UnlabeledFact } from '../model/adoption.js';
 import type { ContainerEngine, EngineEvent, EventEngine, EventSubscription } from '../engine/types.js';
+import type { DesiredContainer } from '../planner/types.js';
+import type { StateStore } from '../state/store.js';
+import { AdoptionWatch } from './adoption-watch.js';
 
 export const ENGINE_RETRY_MS = 1_000;
 
 export interface EngineWatchDeps {
-  readonly engine: Pick<ContainerEngine, 'ping' | 'listManaged'> & EventEngine;
+  readonly engine: Pick<ContainerEngine, 'ping' | 'listManaged' | 'inspectUnlabeled'> & EventEngine;
+  readonly exec: { readonly state: Pick<StateStore, 'record'> };
+  /** The desired containers: a name none of the listed holds is looked up for an unlabeled container. */
+  readonly desired: () => readonly DesiredContainer[];
   readonly events: EventBus;
   readonly log: Logger;
   readonly clock: Clock;
@@ -32,8 +39,16 @@ export class EngineWatch {
   private reason = 'not yet contacted';
   private subscription: EventSubscription | undefined;
   private listings = 0;
+  private readonly adoption: AdoptionWatch;
 
-  constructor(private readonly deps: EngineWatchDeps) {}
+  constructor(private readonly deps: EngineWatchDeps) {
+    this.adoption = new AdoptionWatch({ ...deps, state: deps.exec.state });
+  }
+
+  /** The containers without spcd labels under desired names, as the latest listing found them. */
+  unlabeled(): ReadonlyMap<string, UnlabeledFact> {
+    return this.adoption.unlabeled();
+  }
 
   status(): { available: boolean; reason?: string } {
     return this.available ? { available: true } : { available: false, reason: this.reason };
@@ -68,6 +83,7 @@ export class EngineWatch {
     this.listings += 1;
     try {
       const observed = await this.deps.engine.listManaged(this.deps.instance);
+      await this.adoption.observe(observed, this.deps.desired());
       this.set(true);
       if (!this.subscription) this.subscribe();
       return observed;

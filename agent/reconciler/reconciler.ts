@@ -72,6 +72,7 @@ export class Reconciler {
     this.watch = new EngineWatch({
       ...deps,
       onChange: () => this.trigger(),
+      desired: () => this.desired,
       running: () => this.lifecycle === 'running',
       stopping: () => this.lifecycle === 'stopping' || this.lifecycle === 'stopped',
     });
@@ -254,13 +255,14 @@ export class Reconciler {
   }
 
   /** What a pass would do now, without doing it. */
-  preview(desired: readonly DesiredContainer[] = this.desired): Plan {
+  preview(desired: readonly DesiredContainer[] = this.desired, unlabeled = this.watch.unlabeled()): Plan {
     return plan({
       desired,
       observed: this.observed,
       facts: this.runtimeFacts(),
       now: this.deps.clock.now(),
       journal: this.quarantine.holds(),
+      unlabeled,
     });
   }
 
@@ -273,10 +275,7 @@ export class Reconciler {
     }
   }
 
-  /**
-   * Runs fn holding the container: no pass and no other operation touches it
-   * meanwhile. Rejects CONFLICT at once when it is held.
-   */
+  /** Runs fn holding the container: no pass or other operation touches it meanwhile; CONFLICT when held. */
   runExclusive<T>(name: string, op: HeldOperation, fn: () => Promise<T>): Promise<T> {
     try {
       this.assertFree(name);
@@ -371,6 +370,7 @@ export class Reconciler {
       journal: this.quarantine.holds(),
       createBlock: this.createBlock,
       hold: this.hold?.reason ?? null,
+      unlabeled: this.watch.unlabeled(),
     });
     this.lastPlan = p;
     this.untouched.note(p);

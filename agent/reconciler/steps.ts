@@ -14,6 +14,7 @@ import {
   stopContainer,
 } from '../executor/simple.js';
 import { upgradeContainer } from '../executor/upgrade.js';
+import { adoptContainer } from '../executor/adopt.js';
 import type { Step, StepKind, StepOperation } from '../planner/types.js';
 import type { ContainerLedger } from './ledger.js';
 import type { IntentResult } from './intents.js';
@@ -49,6 +50,7 @@ export function runStep<K extends StepKind>(s: Step<K>, ctx: StepContext): Promi
 /** Who asked for a step: the operator (it carries their operation), a failing check, or the plan. */
 export function stepOrigin(s: Step): { by: 'operator'; operation: StepOperation } | { by: 'heal' | 'plan' } {
   if (s.kind === 'upgrade') return { by: 'operator', operation: s.intent.operation };
+  if (s.kind === 'adopt') return { by: 'operator', operation: s.operation };
   if ((s.kind === 'start' || s.kind === 'stop' || s.kind === 'restart') && s.operation)
     return { by: 'operator', operation: s.operation };
   return { by: s.kind === 'stop' || s.kind === 'restart' ? 'heal' : 'plan' };
@@ -155,6 +157,11 @@ export const EXECUTORS: Executors = {
     await exec.state.setPin(spec.name, same ? undefined : { spec, definitionHash: intent.definitionHash });
     pinned(spec);
     return { ...result };
+  },
+
+  async adopt(s, { exec, operationId }) {
+    const record = await adoptContainer(exec, s, operationId);
+    return { generation: record.generation };
   },
 
   async remove(s, { exec }) {

@@ -29,6 +29,9 @@ export function parseStateFile(raw: unknown, path: string): StateFile {
       throw bad(`${at}.lastKnownGood`, 'is neither null nor a positive integer');
     if (typeof r.heldStopped !== 'boolean') throw bad(`${at}.heldStopped`, 'is not a boolean');
     if (!Array.isArray(r.generations)) throw bad(`${at}.generations`, 'is not a list');
+    const a = r.adopted;
+    if (a !== undefined && (!isObject(a) || typeof a.id !== 'string' || !isCount(a.generation)))
+      throw bad(`${at}.adopted`, 'lacks id or generation');
     r.generations.forEach((g: unknown, i) => {
       if (!isObject(g) || !isCount(g.generation) || typeof g.outcome !== 'string' || !isObject(g.spec))
         throw bad(`${at}.generations[${i}]`, 'lacks generation, outcome or spec');

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { SpcdError, isSpcdError } from '../errors.js';
+import type { AdoptionRecord } from '../model/adoption.js';
 import type { ContainerSpec } from '../model/spec.js';
 import { nodeStateFs, writeFailed, type StateFs } from './atomic.js';
 import { parseStateFile, type StateFile } from './parse.js';
@@ -57,6 +58,12 @@ export interface ContainerRecord {
    * any commit clears it.
    */
   readonly failedTarget?: FailedTarget | undefined;
+  /**
+   * The container of the current generation carries no labels: the operator
+   * adopted it (docs/decisions/0045-adoption-record.md). Dropped when a
+   * labelled generation commits, or on release.
+   */
+  readonly adopted?: AdoptionRecord | undefined;
 }
 
 export interface FailedTarget {
@@ -252,6 +259,7 @@ export class StateStore {
       ...r,
       lastKnownGood: generation,
       failedTarget: undefined,
+      adopted: r.adopted?.generation === generation ? r.adopted : undefined,
       generations: r.generations.map((g) =>
         g.generation === generation
           ? { ...g, outcome: 'current' as const }
@@ -282,6 +290,58 @@ export class StateStore {
 
   async setPin(name: string, pin: ContainerRecord['pin']): Promise<void> {
     await this.update(name, (r) => (r.pin === undefined && pin === undefined ? undefined : { ...r, pin }));
+  }
+
+  /**
+   * Adopts an unlabeled container as the next generation, current and last
+   * known good, in one write: after a crash at any point it is either
+   * adopted or not, never half.
+   */
+  async adopt(
+    name: string,
+    entry: Omit<GenerationRecord, 'generation' | 'outcome' | 'createdAt' | 'reason'>,
+    adoption: Omit<AdoptionRecord, 'generation'>,
+  ): Promise<AdoptionRecord> {
+    let made: AdoptionRecord | undefined;
+    await this.update(name, (r) => {
+      const generation = Math.max(r.nextGeneration, (this.floors.get(name) ?? 0) + 1);
+      made = { ...adoption, generation };
+      const superseded = r.generations.map((g) =>
+        g.outcome === 'current' ? { ...g, outcome: 'superseded' as const } : g,
+      );
+      const rec: GenerationRecord = {
+        ...entry,
+        generation,
+        createdAt: adoption.adoptedAt,
+        outcome: 'current',
+        reason: `adopted ${adoption.id.slice(0, 12)} (${adoption.name}, started ${adoption.startedAt})`,
+      };
+      return trim({
+        ...r,
+        nextGeneration: generation + 1,
+        lastKnownGood: generation,
+        failedTarget: undefined,
+        generations: [...superseded, rec],
+        adopted: made,
+      });
+    });
+    if (!made) throw new SpcdError('INTERNAL', `no adoption recorded for ${name}`);
+    return made;
+  }
+
+  /** Gives an adopted container back: spcd forgets the adoption and leaves the container as it is. */
+  async release(name: string): Promise<AdoptionRecord | undefined> {
+    const was = this.record(name)?.adopted;
+    if (!was) return undefined;
+    await this.update(name, (r) => ({
+      ...r,
+      adopted: undefined,
+      lastKnownGood: r.lastKnownGood === was.generation ? null : r.lastKnownGood,
+      generations: r.generations.map((g) =>
+        g.generation === was.generation ? { ...g, outcome: 'superseded' as const, reason: 'released' } : g,
+      ),
+    }));
+    return was;
   }
 
   private raiseFloor(name: string, generation: number): void {

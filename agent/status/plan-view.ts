@@ -5,6 +5,7 @@
  * something back.
  */
 import { toSpcdError } from '../errors.js';
+import type { UnlabeledFact } from '../model/adoption.js';
 import type { ContainerSpec, DesiredState } from '../model/spec.js';
 import type { PlanItem, PlanView } from '../api/types.js';
 import type { DefinitionsPreview } from '../config/definitions.js';
@@ -16,9 +17,13 @@ export interface PlanViewDeps {
   /** The desired containers of these definitions, hashed with this config. */
   readonly desiredOf: (sets: DesiredState, hash: (spec: ContainerSpec) => string) => DesiredContainer[];
   readonly reconciler: {
-    preview(desired: readonly DesiredContainer[]): Plan;
+    preview(desired: readonly DesiredContainer[], unlabeled?: ReadonlyMap<string, UnlabeledFact>): Plan;
     desiredContainers(): readonly DesiredContainer[];
   };
+  /** The unlabeled containers under these desired names, with their differences from these definitions. */
+  readonly unlabeledOf?: (
+    desired: readonly DesiredContainer[],
+  ) => Promise<ReadonlyMap<string, UnlabeledFact>>;
 }
 
 export async function planView(d: PlanViewDeps): Promise<PlanView> {
@@ -31,7 +36,8 @@ export async function planView(d: PlanViewDeps): Promise<PlanView> {
     problems.push(toSpcdError(err).message);
     desired = [...d.reconciler.desiredContainers()];
   }
-  const p = d.reconciler.preview(desired);
+  const unlabeled = d.unlabeledOf ? await d.unlabeledOf(desired).catch(() => undefined) : undefined;
+  const p = d.reconciler.preview(desired, unlabeled);
   const items: PlanItem[] = [];
   for (const s of p.steps) {
     if (s.kind === 'remove') {
@@ -43,7 +49,8 @@ export async function planView(d: PlanViewDeps): Promise<PlanView> {
       });
       continue;
     }
-    if (s.kind === 'stop' || s.kind === 'upgrade') continue; // the operator's and heals' steps: not previewed
+    // the operator's and heals' steps: not previewed
+    if (s.kind === 'stop' || s.kind === 'upgrade' || s.kind === 'adopt') continue;
     const action = s.kind === 'replace' ? 'recreate' : s.kind;
     const diffs = s.kind === 'start' ? [] : await config.diff(s.desired.spec).catch(() => []);
     items.push({
@@ -54,6 +61,16 @@ export async function planView(d: PlanViewDeps): Promise<PlanView> {
       ...(diffs.length > 0 ? { fileDiffs: diffs.map((f) => ({ file: f.path, diff: f.diff })) } : {}),
     });
   }
-  for (const w of [...(p.untouched ?? []), ...p.waiting]) problems.push(`${w.container}: ${w.reason}`);
+  const setOf = new Map(desired.map((c) => [c.spec.name, c.spec.set]));
+  for (const a of p.adoptions ?? []) {
+    const reason = a.blocked
+      ? `blocked: ${a.blocked}`
+      : "runs without spcd labels and matches its definition: adopted, not restarted, on the operator's word (spcctl adopt apply)";
+    items.push({ container: a.container, set: setOf.get(a.container) ?? '', action: 'adopt', reason });
+    if (a.blocked) problems.push(`${a.container}: adoption blocked: ${a.blocked}`);
+  }
+  const adopting = new Set((p.adoptions ?? []).map((a) => a.container));
+  for (const w of [...(p.untouched ?? []), ...p.waiting])
+    if (!adopting.has(w.container)) problems.push(`${w.container}: ${w.reason}`);
   return { items, problems };
 }

@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
+import { systemdBoxRun } from '../support/systemd-box.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -39,36 +40,14 @@ beforeAll(async () => {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const modules = realpathSync(join(REPO, 'node_modules'));
-  execFileSync(DOCKER, [
-    'run',
-    '-d',
-    '--name',
-    box,
-    '--cap-add',
-    'ALL',
-    '--cap-drop',
-    'SYS_RESOURCE', // this VM's bounding set lacks it (test-environment.md)
-    '--security-opt',
-    'seccomp=unconfined',
-    '--security-opt',
-    'apparmor=unconfined',
-    '--tmpfs',
-    '/run',
-    '--tmpfs',
-    '/run/lock',
-    '--cgroupns=host',
-    '-v',
-    '/sys/fs/cgroup:/sys/fs/cgroup:rw',
-    '-v',
-    '/var/run/docker.sock:/var/run/docker.sock',
-    '-v',
-    `${REPO}:${BOX_REPO}:ro`,
-    '-v',
-    `${modules}:${modules}:ro`,
-    '-v',
-    `${process.execPath}:/usr/local/bin/node:ro`,
-    IMAGE,
-  ]);
+  execFileSync(
+    DOCKER,
+    systemdBoxRun(
+      box,
+      [`${REPO}:${BOX_REPO}:ro`, `${modules}:${modules}:ro`, `${process.execPath}:/usr/local/bin/node:ro`],
+      IMAGE,
+    ),
+  );
   await waitFor(
     'systemd up',
     async () => /running|degraded/.test(await inBox('systemctl is-system-running || true')),

@@ -3,6 +3,7 @@ import { SpcdError } from '../../agent/errors.js';
 import { EventBus, type SpcdEvent } from '../../agent/model/events.js';
 import type {
   Actions,
+  AdoptScan,
   ContainerHealthView,
   ContainerStatus,
   GenerationDiffView,
@@ -360,5 +361,19 @@ export class FakeActions implements Actions {
   }
   reload(): Promise<OperationRef> {
     return this.begin('reload', 'definitions', {}, false);
+  }
+  adopt(name: string): Promise<OperationRef> {
+    return this.begin('adopt', name, {}, true);
+  }
+  release(name: string): Promise<OperationRef> {
+    return this.begin('release', name, {}, true);
+  }
+  async adoptScan(): Promise<AdoptScan> {
+    this.calls.push({ kind: 'adopt-scan', target: '', opts: {} });
+    return {
+      containers: [
+        { name: 'nova_compute', definition: { image: 'kolla/nova-compute:2024.1', network: 'host' } },
+      ],
+    };
   }
 }

@@ -13,10 +13,12 @@ import type {
   VolumeCreateRequest,
   VolumeInfo,
 } from '../../agent/engine/types.js';
+import type { AdoptedIdentity, UnlabeledContainer } from '../../agent/model/adoption.js';
 import type { Clock } from '../../agent/model/clock.js';
 import { LABEL, type Identity } from '../../agent/model/labels.js';
 import type { EngineState, ObservedContainer } from '../../agent/model/observed.js';
 import { volumeNames, type ContainerSpec } from '../../agent/model/spec.js';
+import { containerSpec } from './spec.js';
 
 /** Every call the engine's interfaces offer; faults are keyed by these. */
 export type CallKind =
@@ -24,6 +26,8 @@ export type CallKind =
   | 'listManaged'
   | 'listTasks'
   | 'inspect'
+  | 'inspectUnlabeled'
+  | 'describeUnlabeled'
   | 'create'
   | 'start'
   | 'stop'
@@ -55,6 +59,8 @@ export interface FakeContainer {
   finishedAt: string;
   exitCode: number;
   pid: number;
+  /** A container spcd did not create (no spcd labels): how it differs from any definition. */
+  unlabeled?: { readonly differences: readonly string[] };
 }
 
 interface ArmedFault {
@@ -100,6 +106,9 @@ export class FakeEngine implements Engine {
     output: '',
     durationMs: 1,
   });
+
+  /** The adopted containers (the state file's records): listManaged and inspect answer them with this identity. */
+  adopted: () => readonly AdoptedIdentity[] = () => [];
 
   constructor(private readonly clock: Clock) {}
 
@@ -201,6 +210,33 @@ export class FakeEngine implements Engine {
     this.dead = false;
   }
 
+  /**
+   * A running container someone else created (no spcd labels), as
+   * kolla-ansible leaves one; `differences` is what inspectUnlabeled reports
+   * beside an image that differs from the definition's.
+   */
+  addUnlabeled(name: string, image: string, differences: readonly string[] = []): FakeContainer {
+    const id = `${(++this.seq).toString(16).padStart(4, '0')}${'a'.repeat(60)}`;
+    const identity = { instance: '', set: '', container: name, generation: 0, specHash: '', configHash: '' };
+    const spec = containerSpec(name, { image });
+    const c: FakeContainer = {
+      id,
+      name,
+      identity,
+      spec,
+      image,
+      task: undefined,
+      state: 'running',
+      startedAt: this.iso(),
+      finishedAt: '',
+      exitCode: 0,
+      pid: 1000 + this.seq++,
+      unlabeled: { differences },
+    };
+    this.containers.set(id, c);
+    return c;
+  }
+
   byName(name: string): FakeContainer | undefined {
     return [...this.containers.values()].find((c) => c.name === name);
   }
@@ -216,6 +252,11 @@ export class FakeEngine implements Engine {
     const seen = [...this.containers.values()]
       .filter((c) => c.identity.instance === instance && c.task === undefined)
       .map((c) => this.observe(c));
+    for (const a of this.adopted()) {
+      const c = this.containers.get(a.id);
+      if (c?.unlabeled && a.identity.instance === instance)
+        seen.push({ ...this.observe(c), identity: a.identity });
+    }
     await this.enter('listManaged', instance);
     return seen;
   }
@@ -236,7 +277,33 @@ export class FakeEngine implements Engine {
   async inspect(id: string, _o?: CallOptions): Promise<ObservedContainer | undefined> {
     await this.enter('inspect', id);
     const c = this.containers.get(id);
-    return c ? this.observe(c) : undefined;
+    if (!c?.unlabeled) return c ? this.observe(c) : undefined;
+    const a = this.adopted().find((x) => x.id === id);
+    return a ? { ...this.observe(c), identity: a.identity } : undefined;
+  }
+
+  async inspectUnlabeled(
+    name: string,
+    expected: CreateRequest | undefined,
+    _o?: CallOptions,
+  ): Promise<UnlabeledContainer | undefined> {
+    await this.enter('inspectUnlabeled', name);
+    const c = this.byName(name);
+    if (!c?.unlabeled) return undefined;
+    const image =
+      expected && expected.spec.image !== c.image
+        ? [`image: definition ${expected.spec.image}, running ${c.image}`]
+        : [];
+    return { ...this.observe(c), differences: expected ? [...image, ...c.unlabeled.differences] : [] };
+  }
+
+  async describeUnlabeled(
+    _o?: CallOptions,
+  ): Promise<{ name: string; definition: Record<string, unknown> }[]> {
+    await this.enter('describeUnlabeled', '');
+    return [...this.containers.values()]
+      .filter((c) => c.unlabeled && c.state === 'running')
+      .map((c) => ({ name: c.name, definition: { image: c.image } }));
   }
 
   async create(req: CreateRequest, _o?: CallOptions): Promise<string> {

@@ -1,3 +1,4 @@
+import { adoptedIdentities } from '../../agent/state/adopted.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -144,6 +145,8 @@ export class FakeProcess {
     await state.load(new Date(this.clock.now()));
     const journal = new Journal(join(this.dir, 'state'));
     await journal.init();
+    // As the daemon wires it: adopted containers are listed with the identity their record gives them.
+    this.engine.adopted = () => adoptedIdentities(state, INSTANCE);
     this.deps = {
       engine: this.engine,
       state,

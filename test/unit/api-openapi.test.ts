@@ -56,6 +56,8 @@ const VALID_BODIES: Record<string, object> = {
   'POST /v1/containers/{name}/rollback': { toGeneration: 2, force: true },
   'POST /v1/sets/{set}/upgrade': { images: { neutron_agent: 'registry.local:5000/neutron@sha256:ab' } },
   'POST /v1/reload': {},
+  'POST /v1/containers/{name}/adopt': {},
+  'POST /v1/containers/{name}/release': {},
 };
 
 describe('the document', () => {

@@ -10,7 +10,7 @@ import { desiredContainers } from '../../agent/planner/pins.js';
 import { ContainerLedger } from '../../agent/reconciler/ledger.js';
 import type { Reconciler } from '../../agent/reconciler/reconciler.js';
 import { EXECUTORS, runStep, type Executors, type StepContext } from '../../agent/reconciler/steps.js';
-import { FakeProcess } from '../support/fake-executor.js';
+import { FakeProcess, INSTANCE } from '../support/fake-executor.js';
 import { desired, fakeReconciler, run, until, type FakeHealthRoom } from '../support/fake-reconciler.js';
 import { amqpCheck, containerSpec } from '../support/spec.js';
 
@@ -240,6 +240,35 @@ describe('the executor table', () => {
       ctx,
     );
     expect(p.engine.byName('svc')).toBeUndefined();
+
+    // A container spcd did not create, under a desired name: adopted, not started or stopped.
+    const kolla = p.engine.addUnlabeled('svc', SVC.image);
+    const identity = {
+      instance: INSTANCE,
+      set: SVC.set,
+      container: 'svc',
+      generation: 1,
+      specHash: d.specHash,
+      configHash: 'none',
+    };
+    const candidate = await p.engine.inspectUnlabeled('svc', { spec: SVC, identity });
+    if (!candidate) throw new Error('the unlabeled svc is not seen');
+    const adoptOp = { id: 'op-adopt', kind: 'adopt' } as const;
+    const calls = p.engine.calls.length;
+    const adopted = await runStep(
+      {
+        kind: 'adopt',
+        desired: d,
+        candidate: { container: candidate },
+        managed: undefined,
+        reason: 'r',
+        operation: adoptOp,
+      },
+      ctx,
+    );
+    expect(adopted).toEqual({ generation: p.deps.state.record('svc')?.adopted?.generation });
+    expect(p.deps.state.record('svc')?.adopted?.id).toBe(kolla.id);
+    expect(p.engine.calls.slice(calls).map((c) => c.kind)).toEqual(['inspectUnlabeled']);
     await p.close();
   });
 
@@ -249,7 +278,15 @@ describe('the executor table', () => {
     const missing: Executors = withoutRemove;
     // @ts-expect-error -- an executor of another kind
     const wrong: Executors = { ...EXECUTORS, remove: EXECUTORS.create };
-    expect(Object.keys(missing).sort()).toEqual(['create', 'replace', 'restart', 'start', 'stop', 'upgrade']);
+    expect(Object.keys(missing).sort()).toEqual([
+      'adopt',
+      'create',
+      'replace',
+      'restart',
+      'start',
+      'stop',
+      'upgrade',
+    ]);
     expect(wrong.remove).toBe(EXECUTORS.create);
   });
 });

@@ -191,7 +191,7 @@ const PlanItem = obj(
   {
     container: str(),
     set: str(),
-    action: oneOfStrings(['create', 'recreate', 'restart', 'remove', 'start', 'none']),
+    action: oneOfStrings(['create', 'recreate', 'restart', 'remove', 'start', 'adopt', 'none']),
     reason: str(),
     fileDiffs: arr(obj({ file: str(), diff: str() })),
   },

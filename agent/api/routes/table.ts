@@ -8,6 +8,7 @@ import type { Route, RouteHandler } from '../context.js';
 import { openApiDocument } from '../openapi/document.js';
 import type { MetricsRegistry } from '../registry.js';
 import { pattern, setPattern, type RouteDef } from '../router.js';
+import * as a from './adopt.js';
 import * as r from './reads.js';
 import * as s from './streams.js';
 import * as w from './writes.js';
@@ -52,6 +53,9 @@ export function buildRoutes(metrics: MetricsRegistry): Def[] {
     post('/v1/containers/{name}/start', w.containerAction('start')),
     post('/v1/containers/{name}/upgrade', w.upgradeContainer),
     post('/v1/containers/{name}/rollback', w.rollbackContainer),
+    post('/v1/containers/{name}/adopt', a.adoptContainer),
+    post('/v1/containers/{name}/release', a.releaseContainer),
+    adminGet('/v1/adopt/scan', a.adoptScan),
     post('/v1/reload', w.reload),
     get('/v1/plan', r.plan),
     get('/v1/events', s.events),

@@ -1,0 +1,143 @@
+import { describe, expect, it } from 'vitest';
+import { runtimeDifferences, type InspectedRuntime } from '../../agent/engine/adopt-diff.js';
+import { createBody } from '../../agent/engine/create-options.js';
+import type { ContainerSpec } from '../../agent/model/spec.js';
+import { containerSpec } from '../support/spec.js';
+
+/**
+ * How a running container (as `docker inspect` shows one kolla_container
+ * made) is compared with the definition that would create it: the engine's
+ * spellings of defaults and of binds without a mode are not differences; a
+ * real difference is named with both values.
+ */
+const SPEC: ContainerSpec = containerSpec('nova_libvirt', {
+  image: 'kolla/nova-libvirt:2024.1',
+  privileged: false,
+  pid: 'host',
+  network: 'host',
+  cgroupns: 'host',
+  capAdd: ['ALL'],
+  capDrop: ['SYS_RESOURCE'],
+  environment: { KOLLA_CONFIG_STRATEGY: 'COPY_ALWAYS', KOLLA_SERVICE_NAME: 'nova-libvirt' },
+  binds: [
+    { source: '/etc/kolla/nova-libvirt/', target: '/var/lib/kolla/config_files/', readOnly: true },
+    { source: '/run', target: '/run', readOnly: false, propagation: 'shared' },
+    { kind: 'volume', source: 'libvirtd', target: '/var/lib/libvirt', readOnly: false },
+  ],
+  ulimits: [{ name: 'memlock', soft: 67108864, hard: 67108864 }],
+});
+const identity = {
+  instance: 'i',
+  set: 's',
+  container: 'nova_libvirt',
+  generation: 1,
+  specHash: 'h',
+  configHash: 'none',
+};
+const body = createBody({ spec: SPEC, identity });
+const IMAGE_ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'LANG=en_US.UTF-8'];
+
+/** What docker inspect shows for the container kolla_container made from the same parameters. */
+function kollaMade(over: Partial<Record<string, unknown>> = {}, env: string[] = []): InspectedRuntime {
+  return {
+    Config: {
+      Image: 'kolla/nova-libvirt:2024.1',
+      Env: ['KOLLA_SERVICE_NAME=nova-libvirt', 'KOLLA_CONFIG_STRATEGY=COPY_ALWAYS', ...IMAGE_ENV, ...env],
+      Cmd: ['kolla_start'],
+      User: '',
+    },
+    HostConfig: {
+      Binds: [
+        '/etc/kolla/nova-libvirt/:/var/lib/kolla/config_files/:ro',
+        '/run:/run:shared',
+        'libvirtd:/var/lib/libvirt',
+      ],
+      NetworkMode: 'host',
+      PidMode: 'host',
+      IpcMode: 'private',
+      UTSMode: '',
+      CgroupnsMode: 'host',
+      Privileged: false,
+      CapAdd: ['CAP_ALL'],
+      CapDrop: ['sys_resource'],
+      SecurityOpt: null,
+      Devices: [],
+      Tmpfs: null,
+      Ulimits: [{ Name: 'memlock', Soft: 67108864, Hard: 67108864 }],
+      Memory: 0,
+      ShmSize: 67108864,
+      PidsLimit: null,
+      RestartPolicy: { Name: 'no', MaximumRetryCount: 0 },
+      ...over,
+    },
+  };
+}
+
+describe('runtimeDifferences', () => {
+  it("finds none when the definition reproduces the container, whatever the engine's spellings", () => {
+    // ShmSize is Docker's default (64 MiB), not a choice: a definition without shm_size leaves it to Docker.
+    expect(runtimeDifferences(SPEC, body, kollaMade(), IMAGE_ENV)).toEqual([]);
+    const bigger = kollaMade({ ShmSize: 1 << 30 });
+    expect(
+      runtimeDifferences(
+        { ...SPEC, shmSizeBytes: 1 << 29 },
+        createBody({ spec: { ...SPEC, shmSizeBytes: 1 << 29 }, identity }),
+        bigger,
+        IMAGE_ENV,
+      ),
+    ).toEqual(['shm_size: definition 536870912, running 1073741824']);
+  });
+
+  it('names each real difference with both values', () => {
+    const running = kollaMade(
+      {
+        Privileged: true,
+        Binds: ['/run:/run:shared', 'libvirtd:/var/lib/libvirt:ro'],
+        RestartPolicy: { Name: 'unless-stopped' },
+      },
+      ['DEBUG=1'],
+    );
+    const found = runtimeDifferences(SPEC, body, running, IMAGE_ENV);
+    expect(found).toEqual(
+      expect.arrayContaining([
+        'environment.DEBUG: definition none, running "1"',
+        'privileged: definition none, running true',
+        expect.stringMatching(
+          /^binds: definition .*\/etc\/kolla\/nova-libvirt.*running \["\/run:\/run:rw:shared","libvirtd:\/var\/lib\/libvirt:ro"\]$/,
+        ),
+        expect.stringMatching(/^restart policy: running "unless-stopped"/),
+      ]),
+    );
+  });
+
+  it('says that a definition with spcd-rendered config cannot reproduce a container that binds its own', () => {
+    const rendered: ContainerSpec = {
+      ...SPEC,
+      config: [
+        {
+          template: 't.j2',
+          dest: 'x.conf',
+          containerPath: '/etc/x.conf',
+          owner: 'root',
+          mode: '0600',
+          format: 'ini',
+        },
+      ],
+    };
+    expect(
+      runtimeDifferences(rendered, createBody({ spec: rendered, identity }), kollaMade(), IMAGE_ENV)[0],
+    ).toMatch(/^config: /);
+  });
+
+  it('compares the image by reference', () => {
+    const found = runtimeDifferences(
+      SPEC,
+      body,
+      { ...kollaMade(), Config: { ...kollaMade().Config, Image: 'kolla/nova-libvirt:2023.2' } },
+      IMAGE_ENV,
+    );
+    expect(found).toContain(
+      'image: definition "kolla/nova-libvirt:2024.1", running "kolla/nova-libvirt:2023.2"',
+    );
+  });
+});
