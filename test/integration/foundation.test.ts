@@ -236,9 +236,18 @@ describe('spcd on a real engine', () => {
       `set: other\ncontainers:\n  ${n('foreign')}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n`,
     );
     spcd.child.kill('SIGHUP');
-    await waitFor('spcd refused the taken name', () => spcd.logged('spcd does not manage'), {
-      timeoutMs: 15_000,
-    });
+    // spcd creates nothing under the taken name: its plan offers the container for adoption, on the operator's word.
+    const plan = (): { items: { container: string; action: string }[] } =>
+      JSON.parse(
+        execFileSync('curl', ['-sf', '--unix-socket', sb.socket, 'http://spcd/v1/plan'], {
+          encoding: 'utf8',
+        }),
+      );
+    await waitFor(
+      'spcd to leave the taken name to the operator (adopt in its plan)',
+      () => plan().items.some((i) => i.container === n('foreign') && i.action === 'adopt'),
+      { timeoutMs: 15_000 },
+    );
     const after = await inspect(n('foreign'));
     expect(after!.State.Running).toBe(true);
     expect(after!.State.StartedAt).toBe(before);
