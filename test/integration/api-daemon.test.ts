@@ -1,9 +1,12 @@
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiContract, documentedOperations, unexercised } from '../support/api-contract.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
-import { cleanupInstance, inspect } from '../support/docker.js';
+import { cleanupInstance, docker, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
 const run = promisify(execFile);
@@ -71,6 +74,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await spcd?.stop();
   await cleanupInstance(sb.instance);
+  // The adoption test's container has no spcd label once released: removed by name.
+  await run('/usr/bin/docker', ['rm', '-f', n('legacy')]).catch(() => undefined);
 });
 
 describe('the API of a running spcd, through curl --unix-socket', () => {
@@ -250,6 +255,44 @@ describe('the API of a running spcd, through curl --unix-socket', () => {
       '{bad',
     ]);
     expect(bad.status).toBe(400);
+  });
+
+  it('scans a container spcd did not create, adopts it on the word of the API, and releases it', async () => {
+    const legacy = await docker().createContainer({
+      name: n('legacy'),
+      Image: 'spcd-demo/service:1',
+      Cmd: ['demo-service', 'sleep'],
+      HostConfig: { NetworkMode: 'none' },
+    });
+    await legacy.start();
+    const startedAt = (await inspect(n('legacy')))!.State.StartedAt;
+    const scan = await json('GET', '/v1/adopt/scan');
+    expect(scan.status).toBe(200);
+    const entry = (scan.data.containers as { name: string; definition: Record<string, unknown> }[]).find(
+      (c) => c.name === n('legacy'),
+    );
+    expect(entry, 'the scan lists the container').toBeDefined();
+    // The operator's set is the scan's entry, as it is.
+    writeFileSync(
+      join(sb.setsDir, 'legacy.yaml'),
+      dump({ set: 'legacy', containers: { [n('legacy')]: entry!.definition } }),
+    );
+    expect((await json('POST', '/v1/reload', {})).status).toBe(202);
+    await waitFor('the plan says adopt', async () => {
+      const items = (await json('GET', '/v1/plan')).data.items as { container: string; action: string }[];
+      return items.some((i) => i.container === n('legacy') && i.action === 'adopt');
+    });
+    expect((await json('POST', `/v1/containers/${n('legacy')}/adopt`, {})).status).toBe(202);
+    await waitFor('adopted as generation 1', async () => (await generation(n('legacy'))) === 1, {
+      timeoutMs: 30_000,
+    });
+    await waitFor(
+      'legacy free',
+      async () => (await json('GET', `/v1/containers/${n('legacy')}`)).data.operation === null,
+    );
+    expect((await json('POST', `/v1/containers/${n('legacy')}/release`, {})).status).toBe(202);
+    // Neither verb stopped or restarted it.
+    expect((await inspect(n('legacy')))!.State.StartedAt).toBe(startedAt);
   });
 
   it('served the OpenAPI document of this build, and answered every route in it as it says', async () => {
