@@ -30,15 +30,19 @@ const liveRestoreEnabled = (): boolean => docker(['info', '-f', '{{.LiveRestoreE
 
 /**
  * The engine's configuration as the step found it, and a way to put it
- * back: the file's text, or absent.
+ * back: the file's text (or its absence) and the running dockerd's
+ * live-restore.
  */
 export class DaemonConfig {
   private readonly before: string | undefined = existsSync(DAEMON_JSON)
     ? readFileSync(DAEMON_JSON, 'utf8')
     : undefined;
+  /** The running dockerd's live-restore before the first change (undefined: nothing changed yet). */
+  private liveBefore: boolean | undefined;
 
   /** Writes live-restore into the engine's configuration and has the running dockerd reload it (SIGHUP). */
   async liveRestore(on: boolean): Promise<void> {
+    this.liveBefore ??= liveRestoreEnabled();
     const base = this.before ? (JSON.parse(this.before) as Record<string, unknown>) : {};
     writeFileSync(DAEMON_JSON, `${JSON.stringify({ ...base, 'live-restore': on }, null, 2)}\n`);
     process.kill(dockerdPid(), 'SIGHUP');
@@ -48,14 +52,16 @@ export class DaemonConfig {
     });
   }
 
-  /** The file as it was, reloaded by the running dockerd. */
-  restore(): void {
-    if (this.before === undefined) rmSync(DAEMON_JSON, { force: true });
-    else writeFileSync(DAEMON_JSON, this.before);
+  /**
+   * The running dockerd's live-restore as it was (a reload without the file
+   * keeps the last value), then the file as it was.
+   */
+  async restore(): Promise<void> {
     try {
-      process.kill(dockerdPid(), 'SIGHUP');
-    } catch {
-      // no dockerd to tell
+      if (this.liveBefore !== undefined) await this.liveRestore(this.liveBefore);
+    } finally {
+      if (this.before === undefined) rmSync(DAEMON_JSON, { force: true });
+      else writeFileSync(DAEMON_JSON, this.before);
     }
   }
 }

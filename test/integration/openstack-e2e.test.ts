@@ -250,7 +250,7 @@ describe.runIf(CONTROL_READY)(
 
     describe.runIf(DOCKERD_STEPS)('dockerd restarted under everything, as a package upgrade does', () => {
       const engine = new DaemonConfig();
-      afterAll(() => engine.restore());
+      afterAll(() => engine.restore(), 120_000);
       /** One engine restart; `live`: live-restore on or off. */
       const dockerdStep = async (live: boolean): Promise<DockerdResult> => {
         let r: DockerdResult | undefined;
