@@ -78,6 +78,6 @@ describe('the reconciler', () => {
     expect(p.engine.byName('api')).toBeUndefined();
     expect(rec.currentPlan().waiting).toContainEqual({ container: 'api', reason: 'waiting for db' });
     room.setStatus('db', 'healthy');
-    await until(p.clock, 'api created', () => p.engine.byName('api') !== undefined, { maxFakeMs: 5_000 });
+    await until(p.clock, 'api created', () => p.engine.byName('api') !== undefined, { maxFakeMs: 60_000 });
   });
 });

@@ -66,7 +66,8 @@ describe('a quarantine caused by a full state disk', () => {
       p.clock,
       'the first retry',
       () => /^undoing the upgrade/.test(rec.quarantine.get('svc')?.reason ?? ''),
-      { stepMs: 100, maxFakeMs: STATE_WRITE_RETRY_MS + 1_000 },
+      // Any time before the second try (5 s + 10 s): the try's own writes take real time.
+      { stepMs: 100, maxFakeMs: STATE_WRITE_RETRY_MS + 4_000 },
     );
     expect(first).toBeGreaterThanOrEqual(STATE_WRITE_RETRY_MS - 500);
     expect(rec.quarantine.get('svc')?.reason).toMatch(/STATE_WRITE_FAILED/);
@@ -76,9 +77,10 @@ describe('a quarantine caused by a full state disk', () => {
     p.stateFs.full = false;
     await run(p.clock, 2 * STATE_WRITE_RETRY_MS - 1_000, 250);
     expect(rec.quarantine.get('svc')).toBeDefined();
+    // The second try, due 10 s after the first, ends it; a third would come 20 s later.
     await until(p.clock, 'the quarantine ends', () => rec.quarantine.get('svc') === undefined, {
       stepMs: 100,
-      maxFakeMs: 2_000,
+      maxFakeMs: 9_000,
     });
     expect(await p.deps.journal.read('svc')).toBeUndefined();
     expect(p.deps.state.record('svc')?.generations.find((g) => g.generation === 2)?.outcome).toBe(
@@ -119,7 +121,8 @@ describe('a quarantine caused by a full state disk', () => {
     });
     await until(p.clock, 'ended by itself', () => rec.quarantine.get('svc') === undefined, {
       stepMs: 100,
-      maxFakeMs: STATE_WRITE_RETRY_MS + 1_000,
+      // The first try (5 s), not a second one (15 s).
+      maxFakeMs: 2 * STATE_WRITE_RETRY_MS,
     });
   });
 });
