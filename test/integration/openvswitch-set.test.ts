@@ -6,11 +6,11 @@
  * docs/how-to/openvswitch-host.md).
  *
  *  1. vswitchd runs with the netdev datapath; OVSDB answers on its unix
- *     socket only.
+ *     socket only, root:kolla 0770 (Kolla's service users open it).
  *  2. The bridge that neutron.ovs.bridge_mappings names exists (vswitchd's
  *     bootstrap task), netdev, with its physical port, and survives a restart
  *     of openvswitch_db.
- *  3. neutron_openvswitch_agent, with no control plane (RabbitMQ's address is
+ *  3. neutron_openvswitch_agent, as neutron (Kolla's image user), with no control plane (RabbitMQ's address is
  *     a closed loopback port), gets as far as its local pieces: the
  *     integration bridge (netdev), the patch ports to the physnet's bridge,
  *     its OpenFlow connection and its flows (the canary among them).
@@ -127,7 +127,7 @@ async function startOvs(what: string): Promise<Record<string, number>> {
 }
 
 describe('the shipped Open vSwitch containers on the userspace datapath', () => {
-  it('runs vswitchd with the netdev datapath, OVSDB on its unix socket only', async () => {
+  it("runs vswitchd with the netdev datapath, OVSDB on its unix socket only, open to Kolla's users", async () => {
     const version = await waitFor('ovs-appctl version', () => sh(node.vswitchd, ['ovs-appctl', 'version']), {
       timeoutMs: 30_000,
       intervalMs: 200,
@@ -140,6 +140,9 @@ describe('the shipped Open vSwitch containers on the userspace datapath', () => 
     const remotes = await sh(node.db, ['ovs-appctl', '-t', 'ovsdb-server', 'ovsdb-server/list-remotes']);
     expect(remotes).toContain('punix:/run/openvswitch/db.sock');
     expect(remotes).not.toMatch(/ptcp:/);
+    // Open to root and Kolla's kolla group (the agent's neutron, nova-compute's nova), to no one else.
+    expect(await sh(node.db, ['stat', '-c', '%u:%g %a', '/run/openvswitch/db.sock'])).toBe('0:42400 770');
+    expect(await sh(node.agent, ['id', '-un'])).toBe('neutron');
   });
 
   it('makes the bridge of bridge_mappings, netdev, with its port; it survives a restart of openvswitch_db', async () => {

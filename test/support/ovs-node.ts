@@ -101,6 +101,9 @@ export function writeOvsNode(
         image: OVS_IMAGE,
         privileged: false,
         cap_add: ['NET_ADMIN', 'SYS_ADMIN', 'DAC_READ_SEARCH', 'SYS_PTRACE'],
+        // As Kolla's image runs it (its USER; this image has none): kolla_start
+        // runs kolla_set_configs through sudo, the agent as neutron (kolla group).
+        user: 'neutron',
         binds: common,
       },
     },

@@ -165,11 +165,14 @@ describe('openstack compute and network sets rendering', () => {
     expect(neutronConf).not.toMatch(/^host\s*=/m);
     for (const c of ['nova_compute', 'nova_libvirt']) {
       const ovs = await rendered('container-sets', c, `${secrets}\n`, HOST_GLOBALS);
+      // The same but for os-vif's OVSDB, which only the Open vSwitch set's nova.conf names.
+      const conf = ovs.get('nova.conf');
+      if (conf !== undefined) ovs.set('nova.conf', conf.replace(/^\[os_vif_ovs\]\n(?:.*\n)*?\n/m, ''));
       expect(await rendered('container-sets/linuxbridge', c, `${secrets}\n`, HOST_GLOBALS)).toEqual(ovs);
     }
   });
 
-  it('the shipped OVS set: OVSDB on its unix socket only, a TCP remote only on an address the host names', async () => {
+  it("the shipped OVS set: OVSDB on its unix socket only, open to Kolla's users, a TCP remote only on an address the host names", async () => {
     const secrets = SHIPPED_SECRETS;
     const db = await rendered('container-sets', 'openvswitch_db', `${secrets}\n`, HOST_GLOBALS);
     expect(db.get('start-ovsdb-server')).toMatch(/--remote=punix:\/run\/openvswitch\/db\.sock/);
@@ -178,6 +181,14 @@ describe('openstack compute and network sets rendering', () => {
     const agent = await rendered('container-sets', 'neutron_openvswitch_agent', `${secrets}\n`, HOST_GLOBALS);
     expect(agent.get('openvswitch_agent.ini')).toMatch(
       /^ovsdb_connection = unix:\/run\/openvswitch\/db\.sock$/m,
+    );
+    // Kolla's users open the socket: root:kolla 0770 (the agent as neutron, os-vif in nova-compute as nova).
+    expect(db.get('start-ovsdb-server')).toMatch(
+      /^umask 0007\nexec setpriv --regid 42400 --clear-groups -- \/usr\/sbin\/ovsdb-server /m,
+    );
+    const nova = await rendered('container-sets', 'nova_compute', `${secrets}\n`, HOST_GLOBALS);
+    expect(nova.get('nova.conf')).toMatch(
+      /^\[os_vif_ovs\]\n(?:#.*\n)*ovsdb_connection = unix:\/run\/openvswitch\/db\.sock$/m,
     );
     const tcp = await rendered(
       'container-sets',
