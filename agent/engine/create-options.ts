@@ -37,9 +37,8 @@ const CUSTOM: {
 } = {
   // With rendered kolla config, the image's kolla_start runs and reads the
   // command from config.json; the definition's command is not the Cmd.
-  command: (s, req, body) => {
-    const command = req.command ?? (hasKollaConfig(s) ? undefined : s.command);
-    if (command) body.Cmd = [...command];
+  command: (s, _req, body) => {
+    if (!hasKollaConfig(s) && s.command) body.Cmd = [...s.command];
   },
   environment: (s, req, body) => {
     const env = { ...s.environment, ...(req.extraEnv ?? {}) };
@@ -112,6 +111,13 @@ export function createBody(req: CreateRequest): CreateBody {
     if ('host' in target) {
       if (!(target.omitDefault && value === def.default)) body.HostConfig[target.host] = copy(value);
     } else top[target.body] = copy(value);
+  }
+  // A task's command runs as it is, in place of the entrypoint too (the
+  // image's or the definition's): a wrapper such as kolla_start would run
+  // the service instead and ignore it.
+  if (req.command) {
+    body.Entrypoint = [...req.command];
+    delete body.Cmd;
   }
   return body;
 }

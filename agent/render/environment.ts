@@ -60,6 +60,13 @@ export function createEnvironment(loader: SafeTemplateLoader): nunjucks.Environm
       throw new FilterError('conf_string', 'the value holds a double quote or a line break');
     return `"${text}"`;
   });
+  env.addFilter('one_line', (value: unknown) => {
+    if (value === undefined || value === null) throw new FilterError('one_line', 'the value is undefined');
+    const text = String(value);
+    // eslint-disable-next-line no-control-regex
+    if (/[\r\n\u0000]/.test(text)) throw new FilterError('one_line', 'the value holds a line break');
+    return text;
+  });
   env.addFilter('required', (value: unknown, name?: unknown) => {
     const what = typeof name === 'string' && name !== '' ? name : 'this value';
     const empty =

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { REPO } from '../support/daemon.js';
 import { waitFor } from '../support/wait.js';
 import type { SpcdControl } from './openstack-actions.js';
+import type { Settle } from './openstack-control-steps.js';
 import { instances } from './openstack-outage-steps.js';
 import type { Acted } from './openstack-steps.js';
 
@@ -97,10 +98,14 @@ async function bounceDockerd(): Promise<{ downS: number; upSince: number }> {
  * Restarts dockerd under everything, then waits until spcd shows every
  * container it showed before running again. `probe`: the test's own libvirt
  * API probe container (not spcd's), started again when dockerd stopped it.
+ * `settle`: what the restarted services' clients need beyond "running"
+ * (Neutron's network list after a start of neutron-server, as in step 8),
+ * retried until it answers; only when a container started again.
  */
 export async function dockerdRestart(
   c: SpcdControl,
   probe: string,
+  settle?: Settle,
   timeoutMs = 900_000,
 ): Promise<DockerdResult> {
   const before = new Map([...(await instances(c))].filter(([, v]) => v.running));
@@ -125,6 +130,11 @@ export async function dockerdRestart(
   );
   const after = await instances(c);
   const restarted = [...before].filter(([n, v]) => after.get(n)?.at !== v.at).map(([n]) => n);
+  let settled = '';
+  if (settle && restarted.length > 0) {
+    await waitFor(settle.what, () => settle.probe().then(() => true), { timeoutMs, intervalMs: 1000 });
+    settled = ` up_to_${settle.what.replace(/\W+/g, '_')}_s=${((Date.now() - upSince) / 1000).toFixed(1)}`;
+  }
   const notBack = [...before.keys()].filter((n) => !after.get(n)?.running);
   const ops = new Map<string, string>();
   for (const e of c.tap().events)
@@ -141,6 +151,6 @@ export async function dockerdRestart(
     restarted,
     notBack,
     operations,
-    spcd: `live_restore=${liveRestore} dockerd_stop_s=${downS.toFixed(1)} engine_down_s=${((upSince - stopAt) / 1000).toFixed(1)} all_running_after_s=${((Date.now() - upSince) / 1000).toFixed(1)} restarted=${restarted.length}/${before.size} operations=${operations.length}`,
+    spcd: `live_restore=${liveRestore} dockerd_stop_s=${downS.toFixed(1)} engine_down_s=${((upSince - stopAt) / 1000).toFixed(1)} all_running_after_s=${((Date.now() - upSince) / 1000).toFixed(1)} restarted=${restarted.length}/${before.size} operations=${operations.length}${settled}`,
   };
 }

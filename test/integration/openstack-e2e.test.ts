@@ -256,7 +256,11 @@ describe.runIf(CONTROL_READY)(
         let r: DockerdResult | undefined;
         await engine.liveRestore(live);
         await step(`${DOCKERD_STEP}-live-restore-${live ? 'on' : 'off'}`, async () => {
-          r = await dockerdRestart(ctl, `spcd-e2e-probe-${e2e.sb!.instance}`);
+          r = await dockerdRestart(
+            ctl,
+            `spcd-e2e-probe-${e2e.sb!.instance}`,
+            cs.settleFor('neutron_server', e2e.openstack),
+          );
           return r;
         });
         expect(r!.liveRestore).toBe(live);

@@ -78,6 +78,25 @@ describe('the create body comes from the field table', () => {
     });
   });
 
+  it("runs a bootstrap task's command as it is: in place of any entrypoint, with no Cmd", () => {
+    const kolla = containerSpec('x', {
+      entrypoint: ['kolla_start'],
+      command: ['libvirtd'],
+      config: [
+        { template: 't.j2', dest: 't', containerPath: '/etc/t', owner: 'root', mode: '0600', format: 'text' },
+      ],
+    });
+    const service = createBody({ spec: kolla, identity });
+    expect(service.Entrypoint).toEqual(['kolla_start']);
+    expect(service).not.toHaveProperty('Cmd');
+    const task = createBody({ spec: kolla, identity, command: ['/bin/bash', '/x/task'] });
+    expect(task.Entrypoint).toEqual(['/bin/bash', '/x/task']);
+    expect(task).not.toHaveProperty('Cmd');
+    // Without kolla config the definition's command is the Cmd.
+    const plain = createBody({ spec: containerSpec('y', { command: ['svc', '-v'] }), identity });
+    expect(plain.Cmd).toEqual(['svc', '-v']);
+  });
+
   it('leaves namespaces at their default out where docker wants them absent', () => {
     const body = createBody({ spec: containerSpec('x'), identity });
     expect(body.HostConfig).not.toHaveProperty('PidMode');

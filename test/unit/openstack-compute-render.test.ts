@@ -199,6 +199,44 @@ describe('openstack compute and network sets rendering', () => {
     expect(tcp.get('start-ovsdb-server')).toMatch(/^ {4}--remote="ptcp:6640:192\.0\.2\.10" \\$/m);
   });
 
+  it("libvirt over TCP only with SASL: its user, database and both clients' credentials; no password, no render", async () => {
+    const globals = `${HOST_GLOBALS}\nlibvirt: { listen_tcp: true, listen_addr: 192.0.2.10 }`;
+    const secrets = `${SHIPPED_SECRETS}\nlibvirt: { sasl_password: "s3cr'et$x" }\n`;
+    const lv = await rendered('container-sets', 'nova_libvirt', secrets, globals);
+    expect(lv.get('libvirtd.conf')).toMatch(/^listen_tcp = 1\nlisten_tls = 0\nauth_tcp = "sasl"$/m);
+    expect(lv.get('sasl.conf')).toMatch(
+      /^mech_list: digest-md5\nsasldb_path: \/var\/lib\/libvirt\/passwd\.db$/m,
+    );
+    // The password reaches saslpasswd2 through a quoted heredoc, as it is.
+    expect(lv.get('sasl-user')).toContain("<<'SPCD_SASL_PASSWORD'\ns3cr'et$x\nSPCD_SASL_PASSWORD\n");
+    const credentials =
+      /^\[credentials-spcd\]\nauthname=nova\npassword=s3cr'et\$x\n\n\[auth-libvirt-default\]\ncredentials=spcd$/m;
+    expect(lv.get('auth.conf')).toMatch(credentials);
+    const paths = (m: Map<string, string>): string[] =>
+      (JSON.parse(m.get('config.json') ?? '{}') as { config_files: { dest: string }[] }).config_files.map(
+        (f) => f.dest,
+      );
+    expect(paths(lv)).toEqual(
+      expect.arrayContaining(['/etc/sasl2/libvirt.conf', '/root/.config/libvirt/auth.conf']),
+    );
+    const nova = await rendered('container-sets/linuxbridge', 'nova_compute', secrets, globals);
+    expect(nova.get('auth.conf')).toMatch(credentials);
+    expect(paths(nova)).toContain('/var/lib/nova/.config/libvirt/auth.conf');
+    // TCP on without the password: refused, naming the value (secrets longer
+    // than a letter, so that the error's masking leaves the name readable).
+    const noSasl = SHIPPED_SECRETS.replace(/: ([a-z]),/g, ': $1-secret,').replace(
+      /: ([a-z]) }/g,
+      ': $1-secret }',
+    );
+    await expect(rendered('container-sets', 'nova_libvirt', `${noSasl}\n`, globals)).rejects.toThrow(
+      /sasl-user\.j2, line \d+: required: libvirt\.sasl_password is required/,
+    );
+    // TCP off: no credentials, and the task has nothing to do.
+    const off = await rendered('container-sets', 'nova_libvirt', `${SHIPPED_SECRETS}\n`, HOST_GLOBALS);
+    expect(off.get('auth.conf')).not.toMatch(/password/);
+    expect(off.get('sasl-user')).not.toMatch(/saslpasswd2/);
+  });
+
   it('the shipped compute set keeps Nova defaults for what only the test sets', async () => {
     const secrets = SHIPPED_SECRETS;
     const conf =

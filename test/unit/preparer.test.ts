@@ -66,11 +66,9 @@ describe('createBody with Kolla config', () => {
       'sleep',
       '1',
     ]);
-    // A bootstrap task with a command replaces it; one without keeps kolla_start.
-    expect(createBody({ spec, identity, command: ['nova-manage', 'db', 'sync'] }).Cmd).toEqual([
-      'nova-manage',
-      'db',
-      'sync',
-    ]);
+    // A bootstrap task with a command runs it in place of the entrypoint; one without keeps kolla_start.
+    const task = createBody({ spec, identity, command: ['nova-manage', 'db', 'sync'] });
+    expect(task.Entrypoint).toEqual(['nova-manage', 'db', 'sync']);
+    expect(task.Cmd).toBeUndefined();
   });
 });

@@ -218,6 +218,16 @@ describe('format safety', () => {
     expect(err.code).toBe('TEMPLATE_INVALID');
     expect(err.details).toMatchObject({ template: 'l.conf.j2', line: 1 });
   });
+
+  it('one_line passes a value as it is and refuses a line break (a heredoc line of a script)', async () => {
+    await template('p.j2', "cat <<'END'\n{{ pw | one_line }}\nEND\n");
+    const cfg = [file('p.j2', 'p', '/etc/p')];
+    expect(render(cfg, { pw: `a'"$(x)\\` }).files[0]?.content).toBe(`cat <<'END'\na'"$(x)\\\nEND\n`);
+    const err = renderError(cfg, { pw: 'a\nEND\nrm -rf /' }, ['a\nEND\nrm -rf /']);
+    expect(err.code).toBe('TEMPLATE_INVALID');
+    expect(err.message).toMatch(/line break/);
+    expect(err.message).not.toContain('rm -rf');
+  });
 });
 
 describe('kolla config.json', () => {

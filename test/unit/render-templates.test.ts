@@ -97,6 +97,24 @@ describe('shipped compute templates', () => {
           owner: 'root',
           perm: '0600',
         },
+        {
+          source: '/var/lib/kolla/config_files/sasl.conf',
+          dest: '/etc/sasl2/libvirt.conf',
+          owner: 'root',
+          perm: '0600',
+        },
+        {
+          source: '/var/lib/kolla/config_files/sasl-user',
+          dest: '/usr/local/bin/sasl-user',
+          owner: 'root',
+          perm: '0700',
+        },
+        {
+          source: '/var/lib/kolla/config_files/auth.conf',
+          dest: '/root/.config/libvirt/auth.conf',
+          owner: 'root',
+          perm: '0600',
+        },
       ],
       permissions: [],
     });

@@ -36,12 +36,12 @@ const PINS: Record<string, Record<string, Pin>> = {
     nova_libvirt: {
       v2: 'v2-3b92ffb90e145eaa131334e2944f7b3b',
       v1: 'v1-09bc241b86667e0a8be558634eed5376',
-      form: '6461e130303dc79dbf4a8753fd75ce61',
+      form: 'f42fbe3ca76c5fecf69d95ee252402b6',
     },
     nova_compute: {
       v2: 'v2-04d8dc21fd761a82e5d6d8f8b577bdb0',
       v1: 'v1-dc2c0b354f010a6eb32655c87b1e0d61',
-      form: 'a254f27db069afd4d67435239790842e',
+      form: 'c27c8b61ae4bde84f3149a74eb7f9e4c',
     },
     openvswitch_db: {
       v2: 'v2-e89c0de8b9955430e937a4264502f3b4',
@@ -63,12 +63,12 @@ const PINS: Record<string, Record<string, Pin>> = {
     nova_libvirt: {
       v2: 'v2-3b92ffb90e145eaa131334e2944f7b3b',
       v1: 'v1-09bc241b86667e0a8be558634eed5376',
-      form: '6461e130303dc79dbf4a8753fd75ce61',
+      form: 'f42fbe3ca76c5fecf69d95ee252402b6',
     },
     nova_compute: {
       v2: 'v2-04d8dc21fd761a82e5d6d8f8b577bdb0',
       v1: 'v1-dc2c0b354f010a6eb32655c87b1e0d61',
-      form: 'a254f27db069afd4d67435239790842e',
+      form: 'c27c8b61ae4bde84f3149a74eb7f9e4c',
     },
     neutron_linuxbridge_agent: {
       v2: 'v2-ef85e5a4f16c15a64a7efbbce55408a4',
