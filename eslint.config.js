@@ -164,6 +164,15 @@ export default tseslint.config(
     },
   },
   {
+    // Small functions with one job, in small files: a function that reads
+    // top to bottom on one screen, a file that holds one idea.
+    files: ['agent/**/*.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
+      'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }],
+    },
+  },
+  {
     files: ['bin/**/*.js', 'scripts/**/*.js', 'test/support/**/*.mjs', 'eslint.config.js'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },

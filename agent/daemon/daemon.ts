@@ -99,17 +99,60 @@ function imagePolicyOf(settings: Settings, given: ImagePolicy | undefined, log: 
  * reports the problem in the status and the log, and applies the
  * definitions at the first reload that reads them cleanly.
  */
-export function buildDaemon(
-  settings: Settings,
-  log: Logger,
-  opts: {
-    clock?: Clock;
-    config?: ConfigPort;
-    env?: NodeJS.ProcessEnv;
-    onHeartbeat?: () => void;
-    imagePolicy?: ImagePolicy;
-  } = {},
-): Daemon {
+export function buildDaemon(settings: Settings, log: Logger, opts: BuildOptions = {}): Daemon {
+  const core = buildCore(settings, log, opts);
+  const control = buildControl(settings, log, core, opts.onHeartbeat);
+  const version = packageVersion();
+  const status = buildStatus(settings, core, control, version);
+  const metrics = buildMetrics(core, control);
+  const { clock, events, engine, state, health, exec, journal } = core;
+  const { reconciler, actions, definitions, converge } = control;
+  publishHealthEvents(health, events, clock);
+  const parts: DaemonParts = {
+    settings,
+    log,
+    clock,
+    events,
+    engine,
+    state,
+    health,
+    reconciler,
+    status,
+    actions,
+    metrics,
+    reloadWithGlobals: (globals) => definitions.reload(globals),
+    clusterGlobals: () => definitions.clusterGlobals(),
+    async prePull(images, operationId) {
+      for (const image of new Set(images)) await resolveImage(exec, image, 'missing', operationId);
+    },
+  };
+  const components = startupComponents({ parts, journal, definitions, converge, version });
+  return { ...parts, components };
+}
+
+export interface BuildOptions {
+  clock?: Clock;
+  config?: ConfigPort;
+  env?: NodeJS.ProcessEnv;
+  onHeartbeat?: () => void;
+  imagePolicy?: ImagePolicy;
+}
+
+/** The rooms that act on the engine and keep the state: what the reconciler and the status read. */
+interface Core {
+  readonly clock: Clock;
+  readonly events: EventBus;
+  readonly state: StateStore;
+  readonly engine: DockerEngine;
+  readonly journal: Journal;
+  readonly templateConfig: TemplateConfig;
+  readonly config: ConfigPort;
+  readonly health: HealthManager;
+  readonly healthSync: HealthSync;
+  readonly exec: ExecutorDeps;
+}
+
+function buildCore(settings: Settings, log: Logger, opts: BuildOptions): Core {
   const clock = opts.clock ?? systemClock;
   const events = new EventBus();
   const state = new StateStore(settings.stateDir);
@@ -150,6 +193,19 @@ export function buildDaemon(
     registryAuth: registryAuthFromFile(settings.registryAuthFile),
     imagePolicy,
   };
+  return { clock, events, state, engine, journal, templateConfig, config, health, healthSync, exec };
+}
+
+/** What converges the node: the reconciler, the definitions it is given, the operations and actions on it. */
+interface Control {
+  readonly reconciler: Reconciler;
+  readonly definitions: Definitions;
+  readonly actions: DaemonActions;
+  readonly converge: Converge;
+}
+
+function buildControl(settings: Settings, log: Logger, core: Core, onHeartbeat?: () => void): Control {
+  const { engine, exec, healthSync, events, clock, state, config, templateConfig } = core;
   const reconciler = new Reconciler({
     engine,
     exec,
@@ -159,7 +215,7 @@ export function buildDaemon(
     clock,
     instance: settings.instance,
     relistMs: settings.relistMs,
-    ...(opts.onHeartbeat ? { onHeartbeat: opts.onHeartbeat } : {}),
+    ...(onHeartbeat ? { onHeartbeat } : {}),
   });
   const operations = new Operations({ events, clock, log: log.child({ room: 'operations' }) });
   const computeDesired = async (): Promise<ReturnType<typeof desiredContainers>> => {
@@ -196,8 +252,13 @@ export function buildDaemon(
     computeDesired,
     held: (observed) => heldContainers(observed, state),
   });
-  const version = packageVersion();
-  const status = new DaemonStatus({
+  return { reconciler, definitions, actions, converge };
+}
+
+function buildStatus(settings: Settings, core: Core, control: Control, version: string): DaemonStatus {
+  const { state, events, engine, health, templateConfig } = core;
+  const { reconciler, definitions, converge } = control;
+  return new DaemonStatus({
     reconciler,
     state,
     events,
@@ -227,6 +288,11 @@ export function buildDaemon(
       secrets: () => templateConfig.secretSet(),
     },
   });
+}
+
+function buildMetrics(core: Core, control: Control): MetricsRegistry {
+  const { events, health } = core;
+  const { reconciler, definitions } = control;
   const metrics = new MetricsRegistry();
   registerDaemonMetrics({
     registry: metrics,
@@ -236,25 +302,5 @@ export function buildDaemon(
     definitionsLoaded: () => definitions.error === undefined,
     quarantined: () => reconciler.quarantine.names().length,
   });
-  publishHealthEvents(health, events, clock);
-  const parts: DaemonParts = {
-    settings,
-    log,
-    clock,
-    events,
-    engine,
-    state,
-    health,
-    reconciler,
-    status,
-    actions,
-    metrics,
-    reloadWithGlobals: (globals) => definitions.reload(globals),
-    clusterGlobals: () => definitions.clusterGlobals(),
-    async prePull(images, operationId) {
-      for (const image of new Set(images)) await resolveImage(exec, image, 'missing', operationId);
-    },
-  };
-  const components = startupComponents({ parts, journal, definitions, converge, version });
-  return { ...parts, components };
+  return metrics;
 }

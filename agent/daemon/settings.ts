@@ -161,6 +161,52 @@ export function repoRoot(): string {
 }
 
 export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings | 'help' | 'version' {
+  const values = parseFlags(argv);
+  if (values === 'help' || values === 'version') return values;
+  const { get, path, duration } = flagReader(values, env);
+  const instance = checkedInstance(get('instance') ?? 'spcd');
+  const stateDir = path('state-dir', true) as string;
+  const metrics = checkedMetricsListen(get('metrics-listen'));
+  const socketPath = path('socket', true) as string;
+  if (!isAbsolute(socketPath))
+    throw new SpcdError('SETTINGS_INVALID', '--socket must be a path', { flag: 'socket' });
+  const readOnlySocketPath = readOnlySocket(get('readonly-socket'), socketPath);
+  const level = checkedLogLevel(get('log-level') ?? 'info');
+  const fleet = fleetOf({ get, path }, env);
+  return {
+    etcd: fleet.etcd,
+    kube: fleet.kube,
+    setsDir: path('sets', true) as string,
+    overridesFile: path('overrides', false),
+    stateDir,
+    socketPath,
+    dockerSocket: path('docker-socket', true) as string,
+    instance,
+    templatesDir: path('templates', false) ?? resolve(repoRoot(), 'templates'),
+    healthchecksDir: path('healthchecks', false) ?? resolve(repoRoot(), 'healthchecks'),
+    globalsFile: path('globals', false),
+    secretsFile: path('secrets', false),
+    configRoot: path('config-root', false) ?? resolve(stateDir, 'config'),
+    registryAuthFile: path('registry-auth', false),
+    imagePolicyFile: path('image-policy', false),
+    adminGroup: get('admin-group'),
+    readOnlySocketPath,
+    readOnlyGroup: get('readonly-group'),
+    metricsListen: metrics,
+    relistMs: duration('relist-interval'),
+    gateDeadlineMs: duration('gate-deadline'),
+    minReadyMs: duration('min-ready'),
+    pullActivityTimeoutMs: duration('pull-activity-timeout'),
+    logLevel: level,
+    kubeconfig: fleet.kubeconfig,
+    nodeName: fleet.nodeName,
+  };
+}
+
+type FlagValues = Record<string, string | boolean | undefined>;
+
+/** The command line, checked against FLAGS; 'help' or 'version' when asked for. */
+function parseFlags(argv: string[]): FlagValues | 'help' | 'version' {
   const options = Object.fromEntries(
     Object.entries(FLAGS).map(([k, d]) => [
       k,
@@ -180,8 +226,21 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
   }
   if (parsed.values.help) return 'help';
   if (parsed.values.version) return 'version';
+  return parsed.values as FlagValues;
+}
+
+/** Reads one flag: from the command line, else its environment variable, else its default. */
+interface FlagReader {
+  get(k: string): string | undefined;
+  /** An absolute path; SETTINGS_INVALID when required and not given. */
+  path(k: string, required: boolean): string | undefined;
+  /** Milliseconds; SETTINGS_INVALID unless a positive duration within the maximum. */
+  duration(k: string): number;
+}
+
+function flagReader(values: FlagValues, env: NodeJS.ProcessEnv): FlagReader {
   const get = (k: string): string | undefined => {
-    const v = (parsed.values as Record<string, string | boolean | undefined>)[k];
+    const v = values[k];
     const fromFlag = typeof v === 'string' ? v : v === true ? 'true' : undefined;
     const def = FLAGS[k];
     return fromFlag ?? (def ? env[def.env] : undefined) ?? def?.def;
@@ -212,7 +271,10 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     }
     return ms;
   };
-  const instance = get('instance') ?? 'spcd';
+  return { get, path, duration };
+}
+
+function checkedInstance(instance: string): string {
   if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/.test(instance)) {
     throw new SpcdError(
       'SETTINGS_INVALID',
@@ -222,23 +284,32 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
       },
     );
   }
-  const stateDir = path('state-dir', true) as string;
-  const metrics = get('metrics-listen');
+  return instance;
+}
+
+function checkedMetricsListen(metrics: string | undefined): string | undefined {
   if (metrics !== undefined && !/^[0-9a-zA-Z.:[\]-]+:[0-9]{1,5}$/.test(metrics)) {
     throw new SpcdError('SETTINGS_INVALID', `--metrics-listen: '${metrics}' must be HOST:PORT`, {
       flag: 'metrics-listen',
     });
   }
-  const socketPath = path('socket', true) as string;
-  if (!isAbsolute(socketPath))
-    throw new SpcdError('SETTINGS_INVALID', '--socket must be a path', { flag: 'socket' });
-  const readOnlySocketPath = readOnlySocket(get('readonly-socket'), socketPath);
-  const level = get('log-level') ?? 'info';
+  return metrics;
+}
+
+function checkedLogLevel(level: string): string {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(level)) {
     throw new SpcdError('SETTINGS_INVALID', `--log-level: '${level}' is not a pino level`, {
       flag: 'log-level',
     });
   }
+  return level;
+}
+
+/** How this node takes part in a fleet: through Kubernetes, through etcd, or not at all (never both). */
+function fleetOf(
+  { get, path }: Pick<FlagReader, 'get' | 'path'>,
+  env: NodeJS.ProcessEnv,
+): Pick<Settings, 'etcd' | 'kube' | 'kubeconfig' | 'nodeName'> {
   const kubeconfig = path('kubeconfig', false);
   const nodeName = get('node-name');
   const slots = Number(get('fleet-slots'));
@@ -273,39 +344,13 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
       { flag: 'etcd-endpoints' },
     );
   }
-  return {
-    etcd,
-    kube:
-      kubeconfig || inCluster
-        ? {
-            namespace: get('kube-namespace') ?? 'spcd-system',
-            desiredConfigMap: get('kube-desired-configmap'),
-            fleetSlots: slots,
-          }
-        : undefined,
-    setsDir: path('sets', true) as string,
-    overridesFile: path('overrides', false),
-    stateDir,
-    socketPath,
-    dockerSocket: path('docker-socket', true) as string,
-    instance,
-    templatesDir: path('templates', false) ?? resolve(repoRoot(), 'templates'),
-    healthchecksDir: path('healthchecks', false) ?? resolve(repoRoot(), 'healthchecks'),
-    globalsFile: path('globals', false),
-    secretsFile: path('secrets', false),
-    configRoot: path('config-root', false) ?? resolve(stateDir, 'config'),
-    registryAuthFile: path('registry-auth', false),
-    imagePolicyFile: path('image-policy', false),
-    adminGroup: get('admin-group'),
-    readOnlySocketPath,
-    readOnlyGroup: get('readonly-group'),
-    metricsListen: metrics,
-    relistMs: duration('relist-interval'),
-    gateDeadlineMs: duration('gate-deadline'),
-    minReadyMs: duration('min-ready'),
-    pullActivityTimeoutMs: duration('pull-activity-timeout'),
-    logLevel: level,
-    kubeconfig,
-    nodeName: fleetNode,
-  };
+  const kube =
+    kubeconfig || inCluster
+      ? {
+          namespace: get('kube-namespace') ?? 'spcd-system',
+          desiredConfigMap: get('kube-desired-configmap'),
+          fleetSlots: slots,
+        }
+      : undefined;
+  return { etcd, kube, kubeconfig, nodeName: fleetNode };
 }

@@ -243,6 +243,41 @@ export async function runExec(
       : new SpcdError('ENGINE_TIMEOUT', 'exec cancelled by its caller', { containerId, aborted: true });
   if (req.signal?.aborted) throw abortedByCaller();
 
+  const cut = openCut(req);
+  const { h, launched } = launch(docker, containerId, req);
+  try {
+    const first = await Promise.race([launched.then(() => 'launched' as const), cut.cutPromise]);
+    const how =
+      first === 'cut'
+        ? 'cut'
+        : await Promise.race([
+            drain(h.stream as Duplex, tail, cut.signal).then(() => (cut.signal.aborted ? 'cut' : 'ended')),
+            cut.cutPromise,
+          ]);
+
+    if (how === 'cut') {
+      await killWithin(launched, h, containerId, req, log);
+      if (!cut.timedOut) throw abortedByCaller();
+      return { exitCode: null, timedOut: true, output: tail.toString(), durationMs: Date.now() - startedAt };
+    }
+    const exitCode = await exitCodeOf(h.exec as Dockerode.Exec, containerId);
+    return { exitCode, timedOut: false, output: tail.toString(), durationMs: Date.now() - startedAt };
+  } finally {
+    cut.dispose();
+    if (!cut.signal.aborted) h.stream?.destroy();
+  }
+}
+
+/** `signal` aborts at the timeout (then `timedOut`) or on the caller's abort; `cutPromise` resolves then. */
+interface Cut {
+  readonly signal: AbortSignal;
+  readonly timedOut: boolean;
+  readonly cutPromise: Promise<'cut'>;
+  /** Clears the timer and the listeners. */
+  dispose(): void;
+}
+
+function openCut(req: ExecRequest): Cut {
   // `cut` fires at the timeout or on the caller's abort.
   const cut = new AbortController();
   let timedOut = false;
@@ -252,9 +287,36 @@ export async function runExec(
   }, req.timeoutMs);
   const onOuterAbort = (): void => cut.abort();
   req.signal?.addEventListener('abort', onOuterAbort, { once: true });
+  let cutPromiseCancel = (): void => undefined;
+  const cutPromise = new Promise<'cut'>((resolve) => {
+    const on = (): void => resolve('cut');
+    cut.signal.addEventListener('abort', on, { once: true });
+    cutPromiseCancel = () => cut.signal.removeEventListener('abort', on);
+  });
+  return {
+    signal: cut.signal,
+    get timedOut() {
+      return timedOut;
+    },
+    cutPromise,
+    dispose() {
+      clearTimeout(timer);
+      cutPromiseCancel();
+      req.signal?.removeEventListener('abort', onOuterAbort);
+    },
+  };
+}
 
-  // Create and start are not cancelled by the cut: an exec created late is
-  // still started and then killed, so no exec is ever left behind unstarted.
+/**
+ * Creates and starts the exec. Create and start are not cancelled by the
+ * cut: an exec created late is still started and then killed, so no exec is
+ * ever left behind unstarted.
+ */
+function launch(
+  docker: Dockerode,
+  containerId: string,
+  req: ExecRequest,
+): { h: { exec?: Dockerode.Exec; stream?: Duplex }; launched: Promise<void> } {
   const h: { exec?: Dockerode.Exec; stream?: Duplex } = {};
   const launched = (async (): Promise<void> => {
     try {
@@ -276,84 +338,60 @@ export async function runExec(
       throw mapEngineError(err, `exec in ${containerId}`);
     }
   })();
+  return { h, launched };
+}
 
-  let cutPromiseCancel = (): void => undefined;
-  const cutPromise = new Promise<'cut'>((resolve) => {
-    const on = (): void => resolve('cut');
-    cut.signal.addEventListener('abort', on, { once: true });
-    cutPromiseCancel = () => cut.signal.removeEventListener('abort', on);
-  });
-
-  try {
-    const first = await Promise.race([launched.then(() => 'launched' as const), cutPromise]);
-    const how =
-      first === 'cut'
-        ? 'cut'
-        : await Promise.race([
-            drain(h.stream as Duplex, tail, cut.signal).then(() => (cut.signal.aborted ? 'cut' : 'ended')),
-            cutPromise,
-          ]);
-
-    if (how === 'cut') {
-      const cleanup = (async (): Promise<void> => {
-        try {
-          await launched;
-        } catch {
-          return; // never created or started: nothing runs
-        }
-        h.stream?.destroy();
-        const o = await killExec(h.exec as Dockerode.Exec, containerId, log).catch((err: unknown) =>
-          mapEngineError(err, 'exec kill'),
-        );
-        if (o instanceof Error || !o.gone) {
-          log.error(
-            { containerId, argv: req.argv, outcome: o },
-            'timed-out exec could not be verified killed',
-          );
-        } else {
-          log.debug({ containerId, argv: req.argv, ...o }, 'timed-out exec killed');
-        }
-      })();
-      let cancelWait = (): void => undefined;
-      await Promise.race([
-        cleanup,
-        new Promise<void>((r) => {
-          const t = setTimeout(r, KILL_WAIT_MS);
-          cancelWait = () => clearTimeout(t);
-        }),
-      ]);
-      cancelWait();
-      if (!timedOut) throw abortedByCaller();
-      return { exitCode: null, timedOut: true, output: tail.toString(), durationMs: Date.now() - startedAt };
+/** Kills the cut exec's process tree, waiting at most KILL_WAIT_MS (the rest goes on in the background). */
+async function killWithin(
+  launched: Promise<void>,
+  h: { exec?: Dockerode.Exec; stream?: Duplex },
+  containerId: string,
+  req: ExecRequest,
+  log: Logger,
+): Promise<void> {
+  const cleanup = (async (): Promise<void> => {
+    try {
+      await launched;
+    } catch {
+      return; // never created or started: nothing runs
     }
-
-    // The stream ended: read the exit code. Right after the end the engine
-    // may still report Running for a moment, so poll briefly.
-    const exec = h.exec as Dockerode.Exec;
-    for (let i = 0; i < 50; i++) {
-      let info: { Running?: boolean; ExitCode?: number | null };
-      try {
-        info = (await exec.inspect({ abortSignal: deadlineSignal(CALL_DEADLINE_MS) })) as typeof info;
-      } catch (err) {
-        throw mapEngineError(err, `exec inspect in ${containerId}`);
-      }
-      if (!info.Running && typeof info.ExitCode === 'number') {
-        return {
-          exitCode: info.ExitCode,
-          timedOut: false,
-          output: tail.toString(),
-          durationMs: Date.now() - startedAt,
-        };
-      }
-      await sleep(Math.min(5 * (i + 1), 50));
+    h.stream?.destroy();
+    const o = await killExec(h.exec as Dockerode.Exec, containerId, log).catch((err: unknown) =>
+      mapEngineError(err, 'exec kill'),
+    );
+    if (o instanceof Error || !o.gone) {
+      log.error({ containerId, argv: req.argv, outcome: o }, 'timed-out exec could not be verified killed');
+    } else {
+      log.debug({ containerId, argv: req.argv, ...o }, 'timed-out exec killed');
     }
-    throw new SpcdError('ENGINE_FAILED', `exec in ${containerId}: no exit code after its output ended`, {
-      containerId,
-    });
-  } finally {
-    clearTimeout(timer);
-    cutPromiseCancel();
-    req.signal?.removeEventListener('abort', onOuterAbort);
-    if (!cut.signal.aborted) h.stream?.destroy();
+  })();
+  let cancelWait = (): void => undefined;
+  await Promise.race([
+    cleanup,
+    new Promise<void>((r) => {
+      const t = setTimeout(r, KILL_WAIT_MS);
+      cancelWait = () => clearTimeout(t);
+    }),
+  ]);
+  cancelWait();
+}
+
+/**
+ * The stream ended: read the exit code. Right after the end the engine
+ * may still report Running for a moment, so poll briefly.
+ */
+async function exitCodeOf(exec: Dockerode.Exec, containerId: string): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    let info: { Running?: boolean; ExitCode?: number | null };
+    try {
+      info = (await exec.inspect({ abortSignal: deadlineSignal(CALL_DEADLINE_MS) })) as typeof info;
+    } catch (err) {
+      throw mapEngineError(err, `exec inspect in ${containerId}`);
+    }
+    if (!info.Running && typeof info.ExitCode === 'number') return info.ExitCode;
+    await sleep(Math.min(5 * (i + 1), 50));
   }
+  throw new SpcdError('ENGINE_FAILED', `exec in ${containerId}: no exit code after its output ended`, {
+    containerId,
+  });
 }

@@ -46,17 +46,7 @@ export async function pullImage(
       if (req.auth) opts.authconfig = req.auth;
       docker.pull(req.image, opts, (err: unknown, stream: NodeJS.ReadableStream | undefined) => {
         if (err || !stream) {
-          const mapped = mapEngineError(err, `pull ${req.image}`);
-          reject(
-            mapped.code === 'ENGINE_UNAVAILABLE'
-              ? mapped
-              : new SpcdError(
-                  'IMAGE_PULL_FAILED',
-                  mapped.message,
-                  { image: req.image, ...mapped.details },
-                  { cause: err },
-                ),
-          );
+          reject(refused(err, req.image));
           return;
         }
         docker.modem.followProgress(
@@ -73,25 +63,8 @@ export async function pullImage(
           },
           (line: ProgressLine) => {
             arm(reject);
-            if (line.error || line.errorDetail) {
-              reject(
-                new SpcdError(
-                  'IMAGE_PULL_FAILED',
-                  `pull ${req.image}: ${line.errorDetail?.message ?? line.error}`,
-                  {
-                    image: req.image,
-                  },
-                ),
-              );
-              return;
-            }
-            req.onProgress?.({
-              image: req.image,
-              status: line.status ?? '',
-              ...(line.id ? { layer: line.id } : {}),
-              ...(line.progressDetail?.current !== undefined ? { current: line.progressDetail.current } : {}),
-              ...(line.progressDetail?.total !== undefined ? { total: line.progressDetail.total } : {}),
-            });
+            const failed = reportLine(req, line);
+            if (failed) reject(failed);
           },
         );
       });
@@ -106,4 +79,33 @@ export async function pullImage(
       image: req.image,
     });
   return info;
+}
+
+/** The engine refused the pull: ENGINE_UNAVAILABLE as it is, anything else IMAGE_PULL_FAILED. */
+function refused(err: unknown, image: string): SpcdError {
+  const mapped = mapEngineError(err, `pull ${image}`);
+  return mapped.code === 'ENGINE_UNAVAILABLE'
+    ? mapped
+    : new SpcdError('IMAGE_PULL_FAILED', mapped.message, { image, ...mapped.details }, { cause: err });
+}
+
+/** Reports one progress line; an error the registry sent inside the stream is returned as IMAGE_PULL_FAILED. */
+function reportLine(req: PullRequest, line: ProgressLine): SpcdError | undefined {
+  if (line.error || line.errorDetail) {
+    return new SpcdError(
+      'IMAGE_PULL_FAILED',
+      `pull ${req.image}: ${line.errorDetail?.message ?? line.error}`,
+      {
+        image: req.image,
+      },
+    );
+  }
+  req.onProgress?.({
+    image: req.image,
+    status: line.status ?? '',
+    ...(line.id ? { layer: line.id } : {}),
+    ...(line.progressDetail?.current !== undefined ? { current: line.progressDetail.current } : {}),
+    ...(line.progressDetail?.total !== undefined ? { total: line.progressDetail.total } : {}),
+  });
+  return undefined;
 }

@@ -17,14 +17,15 @@
  * near the front (rank < N + H, one guarded put) or goes away: a hand-over
  * wakes about 2H waiters, not the whole fleet.
  */
-import { Range, type ComparatorBuilder, type Etcd3, type IKeyValue, type Watcher } from 'etcd3';
+import { Range, type ComparatorBuilder, type Etcd3 } from 'etcd3';
 import { SpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import { unavailable } from './client.js';
 import { fleetKeys, isLiveQueueKey, nodeQueuePrefix } from './keys.js';
-import { decodeEntry, encodeEntry, firstLookMs, isNear, listLimit, place, type AheadKey } from './queue.js';
+import { decodeEntry, encodeEntry, listLimit, type AheadKey } from './queue.js';
 import { EtcdSession, type SessionLease } from './session.js';
+import { QueueWait, gone, type Mine } from './queue-wait.js';
 
 export interface EtcdSlotsDeps {
   readonly client: Etcd3;
@@ -184,7 +185,21 @@ export class EtcdSlots {
     const me = { key, leaseId, mine: res.header.revision };
     const count = Number(res.responses[1]?.response_range?.count);
     const ahead = Number.isInteger(count) && count > 0 ? count - 1 : Infinity; // Infinity: look first
-    return this.wait(n, me, ahead, signal, setOnLost);
+    const wait = new QueueWait(
+      {
+        client: this.d.client,
+        clock: this.d.clock,
+        log: this.d.log,
+        queuePrefix: this.queuePrefix,
+        ...(this.d.followSpreadMs !== undefined ? { followSpreadMs: this.d.followSpreadMs } : {}),
+        listAhead: (n, me) => this.listAhead(n, me),
+        announce: (me) => this.announce(me),
+      },
+      n,
+      me,
+      signal,
+    );
+    return wait.begin(ahead, setOnLost);
   }
 
   /**
@@ -240,114 +255,4 @@ export class EtcdSlots {
     if (!res.succeeded) throw gone(me.key);
     return res;
   }
-
-  /** Waits for a slot; `aheadAtJoin` (the keys ahead when ours was put) admits at once when below n. */
-  private wait(
-    n: number,
-    me: Mine,
-    aheadAtJoin: number,
-    signal: AbortSignal,
-    setOnLost: (f: (err: Error) => void) => void,
-  ): Promise<string> {
-    const { client, clock, log } = this.d;
-    let cancelLater: (() => void) | undefined;
-    let settled = false;
-    let watcher: Watcher | undefined;
-    let announced = false;
-
-    return new Promise<string>((resolve, reject) => {
-      const stopWatch = (): void => {
-        const w = watcher;
-        watcher = undefined;
-        void w?.cancel().catch(() => undefined);
-      };
-      const finish = (v: string | SpcdError): void => {
-        if (settled) return;
-        settled = true;
-        signal.removeEventListener('abort', onAbort);
-        cancelLater?.();
-        stopWatch();
-        if (typeof v === 'string') resolve(v);
-        else reject(v);
-      };
-      const onAbort = (): void => finish(new SpcdError('SHUTTING_DOWN', 'fleet upgrade cancelled'));
-      signal.addEventListener('abort', onAbort, { once: true });
-      setOnLost((err) => finish(unavailable(err, 'the slot lease was lost while waiting')));
-
-      const near = (ahead: number): void => {
-        if (announced || !isNear(n, ahead)) return;
-        announced = true;
-        this.announce(me).catch((err: unknown) => finish(err as SpcdError));
-      };
-      const watch = (w: Watcher): void => {
-        watcher = w;
-        w.on('error', (err) => finish(unavailable(err, 'watching the slot queue')));
-        // etcd3 resumes a dropped watch from the last revision it saw: nothing is missed.
-        w.on('disconnected', () => log.info('slot queue watch disconnected; resuming'));
-      };
-      const look = (): void => {
-        stopWatch();
-        if (settled) return;
-        // a throw while placing or watching ends the wait too (never an unhandled rejection)
-        this.listAhead(n, me)
-          .then(({ ahead, more, revision }) => {
-            if (settled) return;
-            const p = place(n, ahead, more);
-            const from = String(BigInt(revision) + 1n);
-            if (p.kind === 'admitted') {
-              near(ahead.length); // a follower of ours may be waiting for it
-              return finish(me.key);
-            }
-            if (p.kind === 'follow') {
-              const w = client.watch().key(p.key).startRevision(from).watcher();
-              const moved = (): void => {
-                if (watcher === w) look();
-              };
-              w.on('put', (kv: IKeyValue) => {
-                if (decodeEntry(kv.value.toString()).near) moved();
-              });
-              w.on('delete', moved);
-              return watch(w);
-            }
-            const left = new Set(p.ahead);
-            const w = client.watch().prefix(this.queuePrefix).startRevision(from).only('delete').watcher();
-            w.on('delete', (kv: IKeyValue) => {
-              const k = kv.key.toString();
-              if (k === me.key) return finish(gone(me.key));
-              if (!left.delete(k)) return;
-              near(left.size);
-              if (left.size < n) finish(me.key);
-            });
-            watch(w);
-            near(left.size);
-          })
-          .catch((err: unknown) => finish(unavailable(err, 'looking for this node in the slot queue')));
-      };
-      if (aheadAtJoin < n) {
-        near(aheadAtJoin);
-        finish(me.key);
-        return;
-      }
-      const later = firstLookMs(n, aheadAtJoin, this.d.followSpreadMs);
-      if (later === 0) return look();
-      cancelLater = clock.setTimer(later, () => {
-        cancelLater = undefined;
-        look();
-      });
-    });
-  }
-}
-
-interface Mine {
-  /** Our queue key, its create revision, the lease it is bound to. */
-  readonly key: string;
-  readonly mine: string;
-  readonly leaseId: string;
-}
-
-function gone(key: string): SpcdError {
-  return new SpcdError('ETCD_UNAVAILABLE', `etcd: the slot queue key ${key} is gone (its lease lapsed)`, {
-    during: 'waiting for a slot',
-    key,
-  });
 }

@@ -25,6 +25,7 @@ import type { Clock } from '../model/clock.js';
 import type { WatchHandle } from './client.js';
 import { SlotHandle, queueOf, type FleetSlots } from './fleet-slots.js';
 import { enqueue, handOn, leaveQueue } from './slot-queue-writes.js';
+import { WaitOnce } from '../rollout/wait-once.js';
 
 export interface SlotWaitOptions {
   readonly clock: Clock;
@@ -66,248 +67,322 @@ export function waitForSlot(
   pass: { leases: Map<string, V1Lease>; resourceVersion: string },
   opts: SlotWaitOptions,
 ): Promise<SlotHandle | WaitEnd> {
-  const { clock, log, random } = opts;
-  const me = slots.holder;
-  const seen = new Map(pass.leases);
-  const mine = pickSlot(slots, seen, random);
-  const handles: WatchHandle[] = [];
-  let settled = false;
-  /** A write of ours in flight: nothing else is tried meanwhile. */
-  let busy = false;
-  /** Our watch is established (the server will send what concerns us from now on). */
-  let watching = false;
+  return new SlotWait(slots, pass.leases, opts).begin(pass.resourceVersion);
+}
+
+/**
+ * Where the wait is: waiting for a slot; holding the slot it ended with (its
+ * watch goes on until SlotHandle.unfollow); or ended.
+ */
+type WaitState =
+  | { readonly kind: 'waiting' }
+  | { readonly kind: 'holding'; readonly handle: SlotHandle }
+  | { readonly kind: 'ended' };
+/** Our call to the API server: none, or one in flight (nothing else is tried meanwhile). */
+type CallState = 'idle' | 'calling';
+/** Our watch: being established, or up (the server sends what concerns us from now on). */
+type WatchState = 'connecting' | 'up';
+
+/** One wait, as a state machine: every watch event, timer and call result goes through consider(). */
+class SlotWait {
+  private state: WaitState = { kind: 'waiting' };
+  private call: CallState = 'idle';
+  private watch: WatchState = 'connecting';
   /** Watch events about our slot so far. */
-  let events = 0;
+  private events = 0;
   /** 409s so far: each doubles the spread of a contested try (how many race is unknown). */
-  let losses = 0;
-  let cancelAction: (() => void) | undefined;
-  let cancelExpiry: (() => void) | undefined;
-  let cancelPoll: (() => void) | undefined;
+  private losses = 0;
+  /** The pending action (a try after its spread), the holder's expiry, the safety-net pass. */
+  private readonly timers: { action?: () => void; expiry?: () => void; poll?: () => void } = {};
   /** The last call run(): a wait that ends leaves the queue only once it has landed. */
-  let inflight: Promise<unknown> = Promise.resolve();
-  /** The slot this wait ended holding, while its watch goes on. */
-  let held: SlotHandle | undefined;
-  const pollMs = Math.max(opts.pollMs, 2000 * slots.leaseDurationSeconds);
+  private inflight: Promise<unknown> = Promise.resolve();
+  private readonly handles: WatchHandle[] = [];
+  private readonly me: string;
+  private readonly seen: Map<string, V1Lease>;
+  private readonly mine: string;
+  private readonly pollMs: number;
+  private readonly once: WaitOnce<SlotHandle | WaitEnd>;
 
-  return new Promise<SlotHandle | WaitEnd>((resolve, reject) => {
-    const finish = (v: SlotHandle | WaitEnd | SpcdError): void => {
-      if (settled) return;
-      settled = true;
-      if (v instanceof SlotHandle && v.state === 'held') {
-        // The watch goes on while the slot is held (SlotHandle.unfollow).
-        held = v;
-        v.waited = true;
-        v.unfollow = () => {
-          held = undefined;
-          for (const h of handles.splice(0)) h.stop();
-        };
-      } else for (const h of handles.splice(0)) h.stop();
-      cancelAction?.();
-      cancelExpiry?.();
-      cancelPoll?.();
-      opts.signal?.removeEventListener('abort', onAbort);
-      // Queued here but done waiting here (aborted, or a slot elsewhere): leave
-      // the queue, or hand on what was handed to us meanwhile.
-      if (v instanceof SpcdError || (v instanceof SlotHandle && v.name !== mine))
-        // After a join still in flight: leaving first would leave its key behind for good.
-        void inflight.then(() => leaveQueue(slots, mine)).catch(() => undefined);
-      if (v instanceof SpcdError) reject(v);
-      else resolve(v);
-    };
-    const onAbort = (): void => finish(new SpcdError('SHUTTING_DOWN', 'fleet upgrade cancelled'));
-    if (opts.signal?.aborted) return onAbort();
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
+  constructor(
+    private readonly slots: FleetSlots,
+    leases: Map<string, V1Lease>,
+    private readonly opts: SlotWaitOptions,
+  ) {
+    this.me = slots.holder;
+    this.seen = new Map(leases);
+    this.mine = pickSlot(slots, this.seen, opts.random);
+    this.pollMs = Math.max(opts.pollMs, 2000 * slots.leaseDurationSeconds);
+    this.once = new WaitOnce(opts.signal, (v) => this.ended(v));
+  }
 
-    const failed = (err: unknown): void =>
-      finish(isSpcdError(err) ? err : new SpcdError('KUBE_UNAVAILABLE', String(err)));
+  private get settled(): boolean {
+    return this.state.kind !== 'waiting';
+  }
 
-    /**
-     * Runs one call; nothing else is tried meanwhile. Then decides again. What
-     * the call read or wrote is our view of the slot only if the watch showed
-     * nothing newer while it ran (`fresh`).
-     */
-    const run = <T>(fn: () => Promise<T>, done: (v: T, fresh: boolean) => void): void => {
-      cancelAction = undefined;
-      if (settled || busy) return;
-      busy = true;
-      const before = events;
-      const call = fn();
-      inflight = call.catch(() => undefined);
-      call.then(
-        (v) => {
-          busy = false;
-          if (!settled) done(v, events === before);
-          consider();
+  private get held(): SlotHandle | undefined {
+    return this.state.kind === 'holding' ? this.state.handle : undefined;
+  }
+
+  begin(resourceVersion: string): Promise<SlotHandle | WaitEnd> {
+    return this.once.begin(() => {
+      if (this.opts.signal?.aborted) return this.once.onAbort();
+      this.follow(resourceVersion);
+      this.consider();
+      this.schedulePoll();
+    });
+  }
+
+  /** The wait's end: stop what it started; leave the queue when done waiting here. */
+  private ended(v: SlotHandle | WaitEnd | SpcdError): void {
+    if (v instanceof SlotHandle && v.state === 'held') {
+      // The watch goes on while the slot is held (SlotHandle.unfollow).
+      this.state = { kind: 'holding', handle: v };
+      v.waited = true;
+      v.unfollow = () => {
+        this.state = { kind: 'ended' };
+        for (const h of this.handles.splice(0)) h.stop();
+      };
+    } else {
+      this.state = { kind: 'ended' };
+      for (const h of this.handles.splice(0)) h.stop();
+    }
+    this.timers.action?.();
+    this.timers.expiry?.();
+    this.timers.poll?.();
+    // Queued here but done waiting here (aborted, or a slot elsewhere): leave
+    // the queue, or hand on what was handed to us meanwhile.
+    if (v instanceof SpcdError || (v instanceof SlotHandle && v.name !== this.mine))
+      // After a join still in flight: leaving first would leave its key behind for good.
+      void this.inflight.then(() => leaveQueue(this.slots, this.mine)).catch(() => undefined);
+  }
+
+  private finish(v: SlotHandle | WaitEnd): void {
+    this.once.end(v);
+  }
+
+  private failed(err: unknown): void {
+    this.once.fail(isSpcdError(err) ? err : new SpcdError('KUBE_UNAVAILABLE', String(err)));
+  }
+
+  /**
+   * Runs one call; nothing else is tried meanwhile. Then decides again. What
+   * the call read or wrote is our view of the slot only if the watch showed
+   * nothing newer while it ran (`fresh`).
+   */
+  private run<T>(fn: () => Promise<T>, done: (v: T, fresh: boolean) => void): void {
+    this.timers.action = undefined;
+    if (this.settled || this.call === 'calling') return;
+    this.call = 'calling';
+    const before = this.events;
+    const call = fn();
+    this.inflight = call.catch(() => undefined);
+    call.then(
+      (v) => {
+        this.call = 'idle';
+        if (!this.settled) done(v, this.events === before);
+        this.consider();
+      },
+      (err: unknown) => {
+        this.call = 'idle';
+        this.failed(err);
+      },
+    );
+  }
+
+  /** A 409: someone wrote the slot first. Read it as it is now (the only view a waiter not heading the queue has). */
+  private refused(): void {
+    this.losses = Math.min(this.losses + 1, 4);
+    this.run(
+      () => this.slots.read(this.mine),
+      (now, fresh) => {
+        if (fresh && now) this.seen.set(this.mine, now);
+        else if (fresh) this.seen.delete(this.mine);
+      },
+    );
+  }
+
+  private take(lease: V1Lease | undefined): void {
+    this.run(
+      () => this.slots.tryTake(this.mine, lease),
+      (h) => (h ? this.finish(h) : this.refused()),
+    );
+  }
+
+  private join(lease: V1Lease): void {
+    this.run(
+      () => enqueue(this.slots, this.mine, lease),
+      (written, fresh) => {
+        if (!written) this.refused();
+        else if (fresh) this.seen.set(this.mine, written);
+      },
+    );
+  }
+
+  private later(ms: number, fn: () => void): void {
+    this.timers.action?.();
+    this.timers.action = undefined;
+    if (ms <= 0) fn();
+    else this.timers.action = this.opts.clock.setTimer(ms, fn);
+  }
+
+  private spread(): number {
+    return Math.floor(this.opts.random() * this.opts.wakeSpreadMs * 2 ** this.losses);
+  }
+
+  /** Decides what the slot as last seen asks of us: hold it, take it, queue, or wait for its expiry. */
+  private consider(): void {
+    if (this.settled || this.call === 'calling') return;
+    this.timers.action?.();
+    this.timers.action = undefined;
+    this.timers.expiry?.();
+    this.timers.expiry = undefined;
+    const { slots, mine, me } = this;
+    const lease = this.seen.get(mine);
+    if (!lease) return this.later(this.spread(), () => this.take(undefined)); // deleted (or never made)
+    const now = this.opts.clock.now();
+    const queue = queueOf(lease);
+    const rank = queue.indexOf(me);
+    const watching = this.watch === 'up';
+    if (lease.spec?.holderIdentity === me) {
+      // Handed to us: ours with no write of our own, unless it has run out already.
+      if ((slots.expiresAt(lease) ?? 0) > now) return this.finish(new SlotHandle(mine, lease, now));
+      return this.take(lease);
+    }
+    if (slots.isFree(mine, lease)) {
+      // Free, or expired: the head of the queue takes it; a node not queued
+      // takes it only when nobody is queued, else it queues.
+      if (rank === 0) return this.take(lease);
+      if (rank < 0 && queue.length === 0) return this.later(this.spread(), () => this.take(lease));
+      if (rank < 0) return watching ? this.later(this.spread(), () => this.join(lease)) : undefined;
+      return; // in line behind a head that is alive (the safety-net pass covers one that is not)
+    }
+    // Joined only once the watch is up: a slot handed over before it would go unseen until expiry.
+    if (rank < 0)
+      return watching
+        ? this.later(queue.length === 0 ? 0 : this.spread(), () => this.join(lease))
+        : undefined;
+    const until = slots.heldUntil(lease);
+    if (rank === 0 && until !== undefined)
+      this.timers.expiry = this.opts.clock.setTimer(until - now + 1, () => this.consider());
+  }
+
+  /**
+   * Holding a slot: what the watch shows of it is our freshest copy (the
+   * release then seldom meets a 409 from a node that queued meanwhile); a
+   * second slot handed to us (two holders both gave us theirs) is handed on.
+   */
+  private whileHeld(name: string, lease: V1Lease): void {
+    const held = this.held;
+    if (!held || lease.spec?.holderIdentity !== this.me) return;
+    if (name === held.name) {
+      if (held.state === 'held') held.lease = lease;
+      return;
+    }
+    const now = this.opts.clock.now();
+    if ((this.slots.expiresAt(lease) ?? 0) > now) void handOn(this.slots, name, lease).catch(() => undefined);
+  }
+
+  /** Slots handed to us, and the slot whose queue we head. */
+  private follow(from: string): void {
+    const cursor = { at: from, gone: false };
+    this.slots
+      .watch(
+        cursor.at,
+        (type, obj) => this.onWatchEvent(cursor, type, obj),
+        (err) => this.onWatchEnd(cursor, err),
+      )
+      .then(
+        (h) => {
+          if (this.settled && !this.held) h.stop();
+          else if (this.settled) this.handles.push(h);
+          else {
+            this.handles.push(h);
+            this.watch = 'up';
+            this.consider();
+          }
         },
-        (err: unknown) => {
-          busy = false;
-          failed(err);
-        },
+        () => this.finish('lost'),
       );
-    };
-    /** A 409: someone wrote the slot first. Read it as it is now (the only view a waiter not heading the queue has). */
-    const refused = (): void => {
-      losses = Math.min(losses + 1, 4);
-      run(
-        () => slots.read(mine),
-        (now, fresh) => {
-          if (fresh && now) seen.set(mine, now);
-          else if (fresh) seen.delete(mine);
-        },
+  }
+
+  private onWatchEvent(cursor: WatchCursor, type: string, obj: unknown): void {
+    if (type === 'ERROR') {
+      if ((obj as { code?: unknown }).code === 410) cursor.gone = true;
+      return;
+    }
+    if (type === 'BOOKMARK') return;
+    const { slots, mine, me, seen } = this;
+    const lease = obj as V1Lease;
+    const name = lease.metadata?.name;
+    if (lease.metadata?.resourceVersion) cursor.at = lease.metadata.resourceVersion;
+    if (!name || slots.slotIndex(lease) === undefined) return;
+    if (this.settled) return type === 'DELETED' ? undefined : this.whileHeld(name, lease);
+    if (name === mine) this.events++;
+    if (type === 'DELETED') {
+      if (name === mine) seen.delete(name);
+    } else if (name === mine) seen.set(name, lease);
+    else if (lease.spec?.holderIdentity === me) {
+      // Handed a slot we are not queued on (we were, before a restart of this wait).
+      const expires = slots.expiresAt(lease) ?? 0;
+      if (expires > this.opts.clock.now())
+        return this.finish(new SlotHandle(name, lease, this.opts.clock.now()));
+    }
+    this.consider();
+  }
+
+  private onWatchEnd(cursor: WatchCursor, err: unknown): void {
+    if (this.settled) {
+      if (!err && this.held) this.follow(cursor.at); // the server's timeout: go on following the held slot
+      return;
+    }
+    if (cursor.gone || isSpcdError(err, 'KUBE_GONE')) return this.finish('relist');
+    if (err) {
+      this.opts.log.warn(
+        { code: (err as SpcdError).code },
+        'slot watch lost; polling slowly until it is back',
       );
-    };
-    const take = (lease: V1Lease | undefined): void =>
-      run(
-        () => slots.tryTake(mine, lease),
-        (h) => (h ? finish(h) : refused()),
-      );
-    const join = (lease: V1Lease): void =>
-      run(
-        () => enqueue(slots, mine, lease),
-        (written, fresh) => {
-          if (!written) refused();
-          else if (fresh) seen.set(mine, written);
-        },
-      );
+      return this.finish('lost');
+    }
+    this.follow(cursor.at); // the server closed the stream at its timeout: go on from where we were
+  }
 
-    const later = (ms: number, fn: () => void): void => {
-      cancelAction?.();
-      cancelAction = undefined;
-      if (ms <= 0) fn();
-      else cancelAction = clock.setTimer(ms, fn);
-    };
-    const spread = (): number => Math.floor(random() * opts.wakeSpreadMs * 2 ** losses);
+  /**
+   * The safety net, rare: a pass over all slots (one list), for what no
+   * watch shows: a holder and the head of its queue both dead.
+   */
+  private schedulePoll(): void {
+    const { clock, random } = this.opts;
+    this.timers.poll = clock.setTimer(Math.max(1, Math.round(this.pollMs * (0.5 + random()))), () =>
+      this.poll(),
+    );
+  }
 
-    /** Decides what the slot as last seen asks of us: hold it, take it, queue, or wait for its expiry. */
-    const consider = (): void => {
-      if (settled || busy) return;
-      cancelAction?.();
-      cancelAction = undefined;
-      cancelExpiry?.();
-      cancelExpiry = undefined;
-      const lease = seen.get(mine);
-      if (!lease) return later(spread(), () => take(undefined)); // deleted (or never made)
-      const now = clock.now();
-      const queue = queueOf(lease);
-      const rank = queue.indexOf(me);
-      if (lease.spec?.holderIdentity === me) {
-        // Handed to us: ours with no write of our own, unless it has run out already.
-        if ((slots.expiresAt(lease) ?? 0) > now) return finish(new SlotHandle(mine, lease, now));
-        return take(lease);
-      }
-      if (slots.isFree(mine, lease)) {
-        // Free, or expired: the head of the queue takes it; a node not queued
-        // takes it only when nobody is queued, else it queues.
-        if (rank === 0) return take(lease);
-        if (rank < 0 && queue.length === 0) return later(spread(), () => take(lease));
-        if (rank < 0) return watching ? later(spread(), () => join(lease)) : undefined;
-        return; // in line behind a head that is alive (the safety-net pass covers one that is not)
-      }
-      // Joined only once the watch is up: a slot handed over before it would go unseen until expiry.
-      if (rank < 0) return watching ? later(queue.length === 0 ? 0 : spread(), () => join(lease)) : undefined;
-      const until = slots.heldUntil(lease);
-      if (rank === 0 && until !== undefined) cancelExpiry = clock.setTimer(until - now + 1, () => consider());
-    };
+  private poll(): void {
+    if (this.settled) return;
+    if (this.call === 'calling') return this.schedulePoll();
+    this.call = 'calling';
+    this.slots.pass().then(
+      (p) => {
+        this.call = 'idle';
+        if (p.handle && this.settled) void this.slots.release(p.handle).catch(() => undefined);
+        else if (p.handle) this.finish(p.handle);
+        else {
+          const now = p.leases.get(this.mine);
+          if (now) this.seen.set(this.mine, now);
+          this.schedulePoll();
+          this.consider();
+        }
+      },
+      (err: unknown) => {
+        this.call = 'idle';
+        this.failed(err);
+      },
+    );
+  }
+}
 
-    /**
-     * Holding a slot: what the watch shows of it is our freshest copy (the
-     * release then seldom meets a 409 from a node that queued meanwhile); a
-     * second slot handed to us (two holders both gave us theirs) is handed on.
-     */
-    const whileHeld = (name: string, lease: V1Lease): void => {
-      if (!held || lease.spec?.holderIdentity !== me) return;
-      if (name === held.name) {
-        if (held.state === 'held') held.lease = lease;
-        return;
-      }
-      const now = clock.now();
-      if ((slots.expiresAt(lease) ?? 0) > now) void handOn(slots, name, lease).catch(() => undefined);
-    };
-
-    /** Slots handed to us, and the slot whose queue we head. */
-    const follow = (from: string): void => {
-      let gone = false;
-      let at = from;
-      slots
-        .watch(
-          at,
-          (type, obj) => {
-            if (type === 'ERROR') {
-              if ((obj as { code?: unknown }).code === 410) gone = true;
-              return;
-            }
-            if (type === 'BOOKMARK') return;
-            const lease = obj as V1Lease;
-            const name = lease.metadata?.name;
-            if (lease.metadata?.resourceVersion) at = lease.metadata.resourceVersion;
-            if (!name || slots.slotIndex(lease) === undefined) return;
-            if (settled) return type === 'DELETED' ? undefined : whileHeld(name, lease);
-            if (name === mine) events++;
-            if (type === 'DELETED') {
-              if (name === mine) seen.delete(name);
-            } else if (name === mine) seen.set(name, lease);
-            else if (lease.spec?.holderIdentity === me) {
-              // Handed a slot we are not queued on (we were, before a restart of this wait).
-              const expires = slots.expiresAt(lease) ?? 0;
-              if (expires > clock.now()) return finish(new SlotHandle(name, lease, clock.now()));
-            }
-            consider();
-          },
-          (err) => {
-            if (settled) {
-              if (!err && held) follow(at); // the server's timeout: go on following the held slot
-              return;
-            }
-            if (gone || isSpcdError(err, 'KUBE_GONE')) return finish('relist');
-            if (err) {
-              log.warn({ code: (err as SpcdError).code }, 'slot watch lost; polling slowly until it is back');
-              return finish('lost');
-            }
-            follow(at); // the server closed the stream at its timeout: go on from where we were
-          },
-        )
-        .then(
-          (h) => {
-            if (settled && !held) h.stop();
-            else if (settled) handles.push(h);
-            else {
-              handles.push(h);
-              watching = true;
-              consider();
-            }
-          },
-          () => finish('lost'),
-        );
-    };
-    follow(pass.resourceVersion);
-    consider();
-
-    // The safety net, rare: a pass over all slots (one list), for what no
-    // watch shows: a holder and the head of its queue both dead.
-    const schedulePoll = (): void => {
-      cancelPoll = clock.setTimer(Math.max(1, Math.round(pollMs * (0.5 + random()))), () => {
-        if (settled) return;
-        if (busy) return schedulePoll();
-        busy = true;
-        slots.pass().then(
-          (p) => {
-            busy = false;
-            if (p.handle && settled) void slots.release(p.handle).catch(() => undefined);
-            else if (p.handle) finish(p.handle);
-            else {
-              const now = p.leases.get(mine);
-              if (now) seen.set(mine, now);
-              schedulePoll();
-              consider();
-            }
-          },
-          (err: unknown) => {
-            busy = false;
-            failed(err);
-          },
-        );
-      });
-    };
-    schedulePoll();
-  });
+/** Where a watch has got to, and whether the server said 410 Gone. */
+interface WatchCursor {
+  at: string;
+  gone: boolean;
 }

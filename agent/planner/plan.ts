@@ -99,151 +99,201 @@ function intentStep(
   }
 }
 
-function planAll(input: PlanInput): Plan {
-  const steps: Step[] = [];
-  const waiting: { container: string; reason: string }[] = [];
-  const untouched: { container: string; reason: string }[] = [];
-  const adoptions: { container: string; blocked?: string }[] = [];
-  let wakeAt: number | undefined;
-  const byName = groupByContainer(input.observed);
-  const desiredNames = new Set(input.desired.map((d) => d.spec.name));
-  const primaryOf = new Map<string, ObservedContainer | undefined>();
+/** The plan as it is drawn up: its steps, what waits and why, and the earliest time to look again. */
+class Draft {
+  readonly steps: Step[] = [];
+  readonly waiting: { container: string; reason: string }[] = [];
+  readonly untouched: { container: string; reason: string }[] = [];
+  readonly adoptions: { container: string; blocked?: string }[] = [];
+  private wakeAt: number | undefined;
 
+  wait(container: string, reason: string): void {
+    this.waiting.push({ container, reason });
+  }
+
+  wakeBy(at: number): void {
+    this.wakeAt = min(this.wakeAt, at);
+  }
+
+  plan(): Plan {
+    const { steps, waiting, untouched, adoptions, wakeAt } = this;
+    return {
+      steps,
+      waiting,
+      ...(untouched.length > 0 ? { untouched } : {}),
+      ...(adoptions.length > 0 ? { adoptions } : {}),
+      ...(wakeAt === undefined ? {} : { wakeAt }),
+    };
+  }
+}
+
+/** What every container's part of the plan reads. */
+interface Pass {
+  readonly input: PlanInput;
+  readonly draft: Draft;
+  readonly byName: Map<string, ObservedContainer[]>;
+  readonly primaryOf: Map<string, ObservedContainer | undefined>;
+  /** A quarantined container (unresolved journal entry) is left alone: see JournalHold. */
+  held(name: string): boolean;
+}
+
+function planAll(input: PlanInput): Plan {
+  const draft = new Draft();
+  const byName = groupByContainer(input.observed);
+  const primaryOf = new Map<string, ObservedContainer | undefined>();
   for (const [name, list] of byName) primaryOf.set(name, pickPrimary(name, list));
-  // A quarantined container (unresolved journal entry) is left alone: see JournalHold.
   const held = (name: string): boolean => {
     const hold = input.journal?.get(name);
-    if (hold) waiting.push({ container: name, reason: hold.reason });
+    if (hold) draft.wait(name, hold.reason);
     return hold !== undefined;
   };
+  const pass: Pass = { input, draft, byName, primaryOf, held };
+  planDeleted(pass);
+  for (const d of input.desired) planDesired(pass, d);
+  return draft.plan();
+}
 
-  // Definitions deleted: stop and remove what carries our labels, and only that.
-  // A removal that failed (e.g. refused while VMs run) waits for its backoff.
+/**
+ * Definitions deleted: stop and remove what carries our labels, and only that.
+ * A removal that failed (e.g. refused while VMs run) waits for its backoff.
+ */
+function planDeleted({ input, draft, byName, held }: Pass): void {
+  const desiredNames = new Set(input.desired.map((d) => d.spec.name));
   for (const [name, list] of byName) {
     if (desiredNames.has(name)) continue;
     const facts = input.facts.get(name) ?? NO_FACTS;
     if (facts.busy || held(name)) continue;
     if (facts.nextAttemptAt > input.now) {
-      wakeAt = min(wakeAt, facts.nextAttemptAt);
-      waiting.push({ container: name, reason: 'removal waits for its backoff' });
+      draft.wakeBy(facts.nextAttemptAt);
+      draft.wait(name, 'removal waits for its backoff');
       continue;
     }
     for (const o of list)
-      steps.push({ kind: 'remove', observed: o, reason: 'definition deleted', definitionDeleted: true });
+      draft.steps.push({
+        kind: 'remove',
+        observed: o,
+        reason: 'definition deleted',
+        definitionDeleted: true,
+      });
+  }
+}
+
+/** One desired container: the operator's intent, strays, then create, replace, heal or start. */
+function planDesired(pass: Pass, d: DesiredContainer): void {
+  const { input, draft } = pass;
+  const name = d.spec.name;
+  const facts = input.facts.get(name) ?? NO_FACTS;
+  if (facts.busy) return;
+  const primary = pass.primaryOf.get(name);
+  const unlabeled = primary ? undefined : input.unlabeled?.get(name);
+  if (facts.intent) {
+    draft.steps.push(intentStep(facts.intent, d, primary, unlabeled));
+    return;
+  }
+  if (pass.held(name)) return;
+
+  // Strays (e.g. an old instance parked by an interrupted upgrade that the journal did not cover).
+  for (const o of pass.byName.get(name) ?? []) {
+    if (o !== primary)
+      draft.steps.push({
+        kind: 'remove',
+        observed: o,
+        reason: `extra instance of ${name}`,
+        definitionDeleted: false,
+      });
   }
 
-  const running = (name: string): boolean => {
-    const p = primaryOf.get(name);
-    return p !== undefined && p.state === 'running';
-  };
+  // A dependency counts once it runs and its checks passed (as Compose's service_healthy).
+  const running = (dep: string): boolean => pass.primaryOf.get(dep)?.state === 'running';
+  const depsDown = d.spec.dependsOn.filter((dep) => !running(dep) || input.facts.get(dep)?.ready === false);
+  const c: Judged = { pass, d, name, facts, depsDown };
 
-  for (const d of input.desired) {
-    const name = d.spec.name;
-    const facts = input.facts.get(name) ?? NO_FACTS;
-    if (facts.busy) continue;
-    const primary = primaryOf.get(name);
-    const unlabeled = primary ? undefined : input.unlabeled?.get(name);
-    if (facts.intent) {
-      steps.push(intentStep(facts.intent, d, primary, unlabeled));
-      continue;
-    }
-    if (held(name)) continue;
-    const list = byName.get(name) ?? [];
-
-    // Strays (e.g. an old instance parked by an interrupted upgrade that the journal did not cover).
-    for (const o of list) {
-      if (o !== primary)
-        steps.push({
-          kind: 'remove',
-          observed: o,
-          reason: `extra instance of ${name}`,
-          definitionDeleted: false,
-        });
-    }
-
-    // A dependency counts once it runs and its checks passed (as Compose's service_healthy).
-    const depsDown = d.spec.dependsOn.filter((dep) => !running(dep) || input.facts.get(dep)?.ready === false);
-
-    // Why nothing may be started now (create or restart alike); undefined when it may.
-    const blocked = (): string | undefined => {
-      if (facts.failed) return 'failed; needs an operator';
-      if (facts.heldStopped) return 'stopped by operator';
-      if (depsDown.length > 0) return `waiting for ${depsDown.join(', ')}`;
-      if (facts.nextAttemptAt > input.now) {
-        wakeAt = min(wakeAt, facts.nextAttemptAt);
-        return 'backoff';
-      }
-      return undefined;
-    };
-
-    if (!primary && unlabeled) {
-      const blocked = adoptionBlock(unlabeled);
-      adoptions.push({ container: name, ...(blocked ? { blocked } : {}) });
-      waiting.push({ container: name, reason: unlabeledReason(unlabeled) });
-      continue;
-    }
-    if (!primary) {
-      const reason = blocked();
-      if (reason) waiting.push({ container: name, reason });
-      else steps.push({ kind: 'create', desired: d, reason: 'not present' });
-      continue;
-    }
-
-    const judged = judge(d, primary);
-    // Labelled by a newer spcd: never replaced on a hash this spcd cannot read.
-    // Starting it when it exits does not change it, so that still happens below.
-    if (judged.kind === 'untouched') untouched.push({ container: name, reason: judged.reason });
-    let changed = judged.kind === 'changed' ? judged.reason : undefined;
-    const failed = facts.failedTarget;
-    if (changed && failed && failed.specHash === d.specHash && failed.configHash === d.configHash) {
-      // The same target failed its upgrade and was rolled back: keep the old one until the definition changes.
-      waiting.push({
-        container: name,
-        reason: `${changed}, but generation ${failed.generation} of this definition failed and was rolled back; waiting for a new definition`,
-      });
-      changed = undefined;
-    }
-    if (changed) {
-      if (facts.heldStopped && !isRunning(primary)) {
-        waiting.push({ container: name, reason: `stopped by operator (${changed} pending)` });
-      } else if (depsDown.length > 0) {
-        waiting.push({ container: name, reason: `${changed}; waiting for ${depsDown.join(', ')}` });
-      } else {
-        steps.push({ kind: 'replace', desired: d, observed: primary, reason: changed });
-      }
-      continue;
-    }
-
-    if (isRunning(primary)) {
-      // A failing check's heal: a stop when spcd gave up on it, else a restart within its backoff.
-      if (!facts.heal) continue;
-      if (facts.failed)
-        steps.push({ kind: 'stop', desired: d, observed: primary, reason: facts.heal.reason });
-      else if (facts.nextAttemptAt > input.now) {
-        wakeAt = min(wakeAt, facts.nextAttemptAt);
-        waiting.push({ container: name, reason: 'heal waits for its backoff' });
-      } else steps.push({ kind: 'restart', desired: d, observed: primary, reason: facts.heal.reason });
-      continue;
-    }
-    const reason = blocked();
-    if (reason) {
-      waiting.push({ container: name, reason });
-    } else {
-      steps.push({
-        kind: 'start',
-        desired: d,
-        observed: primary,
-        reason: primary.state === 'created' ? 'created, not started' : `exited with ${primary.exitCode}`,
-      });
-    }
+  if (!primary && unlabeled) {
+    const blocked = adoptionBlock(unlabeled);
+    draft.adoptions.push({ container: name, ...(blocked ? { blocked } : {}) });
+    draft.wait(name, unlabeledReason(unlabeled));
+    return;
   }
-  return {
-    steps,
-    waiting,
-    ...(untouched.length > 0 ? { untouched } : {}),
-    ...(adoptions.length > 0 ? { adoptions } : {}),
-    ...(wakeAt === undefined ? {} : { wakeAt }),
-  };
+  if (!primary) {
+    const reason = blockedStart(c);
+    if (reason) draft.wait(name, reason);
+    else draft.steps.push({ kind: 'create', desired: d, reason: 'not present' });
+    return;
+  }
+  if (planChange(c, primary)) return;
+  if (isRunning(primary)) return planHeal(c, primary);
+  const reason = blockedStart(c);
+  if (reason) {
+    draft.wait(name, reason);
+  } else {
+    draft.steps.push({
+      kind: 'start',
+      desired: d,
+      observed: primary,
+      reason: primary.state === 'created' ? 'created, not started' : `exited with ${primary.exitCode}`,
+    });
+  }
+}
+
+/** One desired container, its facts and the dependencies not yet up. */
+interface Judged {
+  readonly pass: Pass;
+  readonly d: DesiredContainer;
+  readonly name: string;
+  readonly facts: RuntimeFacts;
+  readonly depsDown: readonly string[];
+}
+
+/** Why nothing may be started now (create or restart alike); undefined when it may. */
+function blockedStart({ pass, facts, depsDown }: Judged): string | undefined {
+  if (facts.failed) return 'failed; needs an operator';
+  if (facts.heldStopped) return 'stopped by operator';
+  if (depsDown.length > 0) return `waiting for ${depsDown.join(', ')}`;
+  if (facts.nextAttemptAt > pass.input.now) {
+    pass.draft.wakeBy(facts.nextAttemptAt);
+    return 'backoff';
+  }
+  return undefined;
+}
+
+/** A definition that changed: replace it, or say why not. True when the change decided the container's part. */
+function planChange({ pass, d, name, facts, depsDown }: Judged, primary: ObservedContainer): boolean {
+  const { draft } = pass;
+  const judged = judge(d, primary);
+  // Labelled by a newer spcd: never replaced on a hash this spcd cannot read.
+  // Starting it when it exits does not change it, so that still happens below.
+  if (judged.kind === 'untouched') draft.untouched.push({ container: name, reason: judged.reason });
+  let changed = judged.kind === 'changed' ? judged.reason : undefined;
+  const failed = facts.failedTarget;
+  if (changed && failed && failed.specHash === d.specHash && failed.configHash === d.configHash) {
+    // The same target failed its upgrade and was rolled back: keep the old one until the definition changes.
+    draft.wait(
+      name,
+      `${changed}, but generation ${failed.generation} of this definition failed and was rolled back; waiting for a new definition`,
+    );
+    changed = undefined;
+  }
+  if (!changed) return false;
+  if (facts.heldStopped && !isRunning(primary)) {
+    draft.wait(name, `stopped by operator (${changed} pending)`);
+  } else if (depsDown.length > 0) {
+    draft.wait(name, `${changed}; waiting for ${depsDown.join(', ')}`);
+  } else {
+    draft.steps.push({ kind: 'replace', desired: d, observed: primary, reason: changed });
+  }
+  return true;
+}
+
+/** A failing check's heal: a stop when spcd gave up on it, else a restart within its backoff. */
+function planHeal({ pass, d, name, facts }: Judged, primary: ObservedContainer): void {
+  const { draft } = pass;
+  if (!facts.heal) return;
+  if (facts.failed)
+    draft.steps.push({ kind: 'stop', desired: d, observed: primary, reason: facts.heal.reason });
+  else if (facts.nextAttemptAt > pass.input.now) {
+    draft.wakeBy(facts.nextAttemptAt);
+    draft.wait(name, 'heal waits for its backoff');
+  } else draft.steps.push({ kind: 'restart', desired: d, observed: primary, reason: facts.heal.reason });
 }
 
 /** What the plan says of an unlabeled container under a desired name. */

@@ -61,55 +61,14 @@ function validateSetBody(
   let defaults: Record<string, unknown> = {};
   if (m.defaults !== undefined) defaults = r.data(m.defaults, at('defaults')) ?? {};
 
-  const containers: ContainerSpec[] = [];
-  const containerWhere = new Map<string, Where>();
-  const containerRaw = new Map<string, unknown>();
-  if (m.containers !== undefined) {
-    const cw = at('containers');
-    const cm = r.mapping(m.containers, cw);
-    if (cm) {
-      const siblings = new Set(Object.keys(cm));
-      for (const cname of Object.keys(cm)) {
-        const w = r.child(cm, cname, cw);
-        if (!CONTAINER_NAME.test(cname)) {
-          r.fail(w, `${JSON.stringify(cname)} is not a container name ([a-zA-Z0-9][a-zA-Z0-9_.-]+)`);
-          continue;
-        }
-        const first = ctx.containers.get(cname);
-        if (first) {
-          r.fail(
-            w,
-            `container ${cname} is already defined at ${first.file}:${first.line} (container names are unique on the host)`,
-          );
-          continue;
-        }
-        ctx.containers.set(cname, w);
-        containerWhere.set(cname, w);
-        let rawContainer = cm[cname];
-        const ov = ctx.overrides?.containers.get(cname);
-        if (ov && isMapping(rawContainer)) {
-          ctx.usedOverrides.add(cname);
-          rawContainer = applyOverride(r, rawContainer, w, ov);
-        }
-        containerRaw.set(cname, rawContainer);
-        const spec = validateContainer(r, rawContainer, w, {
-          name: cname,
-          set: path,
-          siblings,
-          library: ctx.library,
-        });
-        if (spec) containers.push(spec);
-      }
-    }
-  }
-
-  const order = startOrder(containers);
-  if ('cycle' in order) {
-    const head = order.cycle[0] ?? '';
-    const hw = containerWhere.get(head) ?? where;
-    const dw = r.child(containerRaw.get(head), 'depends_on', hw);
-    r.fail(dw, `depends_on forms a cycle: ${order.cycle.join(' -> ')}`, 'SPEC_CYCLE');
-  }
+  const containers = validateContainers(
+    r,
+    m.containers === undefined ? undefined : at('containers'),
+    m,
+    path,
+    ctx,
+  );
+  checkStartOrder(r, containers, where);
 
   const sets: SetSpec[] = [];
   if (m.sets !== undefined) {
@@ -129,5 +88,77 @@ function validateSetBody(
   }
 
   if (r.problems.count !== before) return undefined;
-  return { name, path, description, defaults, containers, sets, source: `${where.file}:${where.line}` };
+  return {
+    name,
+    path,
+    description,
+    defaults,
+    containers: containers.specs,
+    sets,
+    source: `${where.file}:${where.line}`,
+  };
+}
+
+/** The set's containers, each validated (with its override applied) under a name unique on the host. */
+interface SetContainers {
+  readonly specs: ContainerSpec[];
+  readonly where: Map<string, Where>;
+  readonly raw: Map<string, unknown>;
+}
+
+function validateContainers(
+  r: Reader,
+  cw: Where | undefined,
+  m: Mapping,
+  path: string,
+  ctx: SetContext,
+): SetContainers {
+  const found: SetContainers = { specs: [], where: new Map(), raw: new Map() };
+  if (cw === undefined) return found;
+  const cm = r.mapping(m.containers, cw);
+  if (!cm) return found;
+  const siblings = new Set(Object.keys(cm));
+  for (const cname of Object.keys(cm)) {
+    const w = r.child(cm, cname, cw);
+    if (!CONTAINER_NAME.test(cname)) {
+      r.fail(w, `${JSON.stringify(cname)} is not a container name ([a-zA-Z0-9][a-zA-Z0-9_.-]+)`);
+      continue;
+    }
+    const first = ctx.containers.get(cname);
+    if (first) {
+      r.fail(
+        w,
+        `container ${cname} is already defined at ${first.file}:${first.line} (container names are unique on the host)`,
+      );
+      continue;
+    }
+    ctx.containers.set(cname, w);
+    found.where.set(cname, w);
+    let rawContainer = cm[cname];
+    const ov = ctx.overrides?.containers.get(cname);
+    if (ov && isMapping(rawContainer)) {
+      ctx.usedOverrides.add(cname);
+      rawContainer = applyOverride(r, rawContainer, w, ov);
+    }
+    found.raw.set(cname, rawContainer);
+    const spec = validateContainer(r, rawContainer, w, {
+      name: cname,
+      set: path,
+      siblings,
+      library: ctx.library,
+    });
+    if (spec) found.specs.push(spec);
+  }
+  return found;
+}
+
+/** SPEC_CYCLE at the depends_on of the first container in a cycle. */
+function checkStartOrder(r: Reader, containers: SetContainers, where: Where): void {
+  const order = startOrder(containers.specs);
+  if ('cycle' in order) {
+    const head = order.cycle[0] ?? '';
+    const hw = containers.where.get(head) ?? where;
+    const dw = r.child(containers.raw.get(head), 'depends_on', hw);
+    r.fail(dw, `depends_on forms a cycle: ${order.cycle.join(' -> ')}`, 'SPEC_CYCLE');
+  }
 }

@@ -9,6 +9,23 @@ const UPGRADE_OUTCOMES = ['succeeded', 'rolled_back', 'refused', 'failed', 'roll
 /** Named schemas for #/components/schemas, one per event type. */
 export function eventSchemas(): Record<string, Schema> {
   const events: Record<string, Schema> = {
+    ...containerEvents(),
+    ...operationEvents(),
+    ...upgradeEvents(),
+    ...daemonEvents(),
+  };
+  return {
+    ...events,
+    EventLine: {
+      description: 'One line of GET /v1/events: an event, or a heartbeat.',
+      oneOf: Object.keys(events).map(ref),
+    },
+  };
+}
+
+/** What happens to a container: its state, its checks, its dependencies. */
+function containerEvents(): Record<string, Schema> {
+  return {
     StateEvent: obj({ type: type('state'), at, container: str(), from: str(), to: str(), reason: str() }, [
       'reason',
     ]),
@@ -29,6 +46,12 @@ export function eventSchemas(): Record<string, Schema> {
       ['output'],
       'a dependency check turned unhealthy (down) or passes again (up); the container is not restarted for it',
     ),
+  };
+}
+
+/** An operation's steps and its pull's progress, and the operation itself. */
+function operationEvents(): Record<string, Schema> {
+  return {
     UpgradeStepEvent: obj(
       {
         type: type('upgrade-step'),
@@ -67,6 +90,12 @@ export function eventSchemas(): Record<string, Schema> {
       },
       ['error', 'result'],
     ),
+  };
+}
+
+/** How an upgrade ended, what refused it, and the domain census around it. */
+function upgradeEvents(): Record<string, Schema> {
+  return {
     UpgradeEvent: obj(
       {
         type: type('upgrade'),
@@ -110,15 +139,14 @@ export function eventSchemas(): Record<string, Schema> {
       },
       ['before', 'after', 'vmProcesses'],
     ),
+  };
+}
+
+/** The daemon's own: the engine, reloads, the heartbeat. */
+function daemonEvents(): Record<string, Schema> {
+  return {
     EngineEvent: obj({ type: type('engine'), at, available: bool, reason: str() }, ['reason']),
     ReloadEvent: obj({ type: type('reload'), at, ok: bool, detail: str() }, ['detail']),
     Heartbeat: obj({ type: type('heartbeat'), at }, [], 'sent every 15 s so idle clients notice a dead peer'),
-  };
-  return {
-    ...events,
-    EventLine: {
-      description: 'One line of GET /v1/events: an event, or a heartbeat.',
-      oneOf: Object.keys(events).map(ref),
-    },
   };
 }
