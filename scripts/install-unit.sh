@@ -76,7 +76,7 @@ if [ ! -e "$ROOT/etc/spcd/overrides.yaml" ]; then
 # containers:
 #   nova_compute:
 #     image: registry.local/kolla/nova-compute:2024.2
-# globals:
+# values:
 #   my_ip: 192.0.2.10
 YAML
   chmod 0640 "$ROOT/etc/spcd/overrides.yaml"; say "wrote example overrides.yaml"
