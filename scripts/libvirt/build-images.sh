@@ -12,7 +12,8 @@
 #   kolla_extend_start of ours (image/kolla_extend_start), Kolla's users
 #   kolla (42400), qemu (42427) and nova (42436) and /var/log/kolla
 #   root:kolla 2775 (so a fresh kolla_logs volume is filled as Kolla's
-#   images fill it). The OpenStack test starts it through kolla_start, labels
+#   images fill it), and SASL as Kolla's nova-libvirt image has it for the TCP
+#   listener (saslpasswd2, the DIGEST-MD5 module). The OpenStack test starts it through kolla_start, labels
 #   org.opencontainers.image.version=<upstream libvirt version, e.g. 9.0.0>
 #   spcd.hypervisor=libvirt
 #   spcd-e2e.input-hash=<hash of this script, image/*.conf, suite, mirror>
@@ -39,7 +40,7 @@ CACHE="${SPCD_E2E_CACHE:-/var/cache/spcd-e2e}"
 DOCKER="${DOCKER:-/usr/bin/docker}"
 [ -x "$DOCKER" ] || DOCKER=docker
 REPO=spcd-e2e/libvirt
-PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 python3 sudo"
+PACKAGES="libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 python3 sudo sasl2-bin libsasl2-modules"
 KOLLA="${SPCD_KOLLA_DIR:-$here/../../../shared/peers/kolla-2024.1}"
 KOLLA_FILES="set_configs.py:kolla_set_configs start.sh:kolla_start copy_cacerts.sh:kolla_copy_cacerts"
 for pair in $KOLLA_FILES sudoers:; do
