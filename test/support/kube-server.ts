@@ -139,6 +139,8 @@ export class FakeKubeServer {
   private uidSeq = 0;
   /** When true, every request's connection is destroyed: the API server "does not answer". */
   unavailable = false;
+  /** Requests whose connection was destroyed because the server was unavailable. */
+  refused = 0;
   /** Added latency per request, ms. */
   latencyMs = 0;
   /** Added latency per PATCH, ms (a join to a slot's queue still in flight). */
@@ -363,6 +365,7 @@ export class FakeKubeServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (this.unavailable) {
+      this.refused++;
       req.socket.destroy();
       return;
     }
