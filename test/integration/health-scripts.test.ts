@@ -19,6 +19,7 @@ import { makeProbe } from '../../agent/health/probe.js';
 import type { HostProbes, ProbeOutcome } from '../../agent/health/types.js';
 import { silentLogger } from '../../agent/log.js';
 import { amqpCheck } from '../support/spec.js';
+import { waitFor } from '../support/wait.js';
 
 const INSTANCE = 'health-scripts-test';
 const SCRIPTS = resolve('healthchecks');
@@ -38,15 +39,6 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function waitFor(what: string, ms: number, fn: () => Promise<boolean>): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await fn()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 interface Run {
   code: number | null;
   out: string;
@@ -55,7 +47,9 @@ interface Run {
 /** Reruns until the script passes (a connection just started may not be ESTABLISHED yet). */
 async function waitForRun(fn: () => Promise<Run>, ms = 10_000): Promise<Run> {
   let last: Run = { code: null, out: '' };
-  await waitFor('the check to pass', ms, async () => (last = await fn()).code === 0).catch(() => undefined);
+  await waitFor('the check to pass', async () => (last = await fn()).code === 0, { timeoutMs: ms }).catch(
+    () => undefined,
+  );
   expect(last.code, last.out).toBe(0);
   return last;
 }
@@ -99,8 +93,8 @@ describe('check scripts in the busybox demo image', () => {
     await c.start();
     await waitFor(
       'httpd in the container',
-      10_000,
       async () => (await run('/spcd/healthchecks/healthcheck_listen', 'httpd', String(port))).code === 0,
+      { timeoutMs: 10_000 },
     );
     await run('sh', '-c', 'touch /tmp/fresh && touch -t 200001010000 /tmp/old');
   });
@@ -407,12 +401,12 @@ describe("an established check in a container with its own namespaces runs Kolla
     expect(before).toMatchObject({ ok: false, exitCode: 1, output: 'no process named busybox\n' });
     await sh('sleep 600 | busybox nc 127.0.0.1 5672 >/dev/null 2>&1 & echo $! >/tmp/client.pid');
     let last: ProbeOutcome = before;
-    await waitFor('the client connection', 10_000, async () => (last = await probe()).ok);
+    await waitFor('the client connection', async () => (last = await probe()).ok, { timeoutMs: 10_000 });
     expect(last.output.trim()).toMatch(
       /^busybox \(pid \d+\) has an established connection on tcp port 5672$/,
     );
     await sh('kill $(cat /tmp/client.pid)');
-    await waitFor('the client gone', 10_000, async () => !(last = await probe()).ok);
+    await waitFor('the client gone', async () => !(last = await probe()).ok, { timeoutMs: 10_000 });
     expect(last).toMatchObject({ exitCode: 1, output: 'no process named busybox\n' });
   });
 });
