@@ -4,24 +4,25 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { specHash } from '../../agent/model/hash.js';
 import { formatProblem, validateDir } from '../../agent/spec/load.js';
-import { cleanupAfterEach, LIBRARY_FILE, loadOne, writeDir } from '../fixtures/spec/helpers.js';
+import {
+  cleanupAfterEach,
+  containerYaml,
+  LIBRARY_FILE,
+  loadOne,
+  writeDir,
+} from '../fixtures/spec/helpers.js';
 
 cleanupAfterEach();
 
 describe('library templates', () => {
   it('lets an entry rename a template, override fields and replace its probe', async () => {
     const c = await loadOne(
-      [
-        'set: s',
-        'containers:',
-        '  web:',
-        '    image: busybox',
-        '    healthchecks:',
-        '      - {use: port, name: amqp, args: [nova-compute, "5672"], interval: 30s, action: stop}',
-        '      - {use: process, args: [nova-compute]}',
-        '      - {use: curl, name: direct, http: "http://127.0.0.1/"}',
-        '',
-      ].join('\n'),
+      containerYaml([
+        'healthchecks:',
+        '  - {use: port, name: amqp, args: [nova-compute, "5672"], interval: 30s, action: stop}',
+        '  - {use: process, args: [nova-compute]}',
+        '  - {use: curl, name: direct, http: "http://127.0.0.1/"}',
+      ]),
     );
     expect(c.healthchecks.map((h) => [h.name, h.probe, h.schedule, h.action])).toEqual([
       [
@@ -47,15 +48,10 @@ describe('library templates', () => {
 
   it('the shipped library names the six scripts', async () => {
     const c = await loadOne(
-      [
-        'set: s',
-        'containers:',
-        '  web:',
-        '    image: busybox',
-        '    healthchecks:',
-        ...['port', 'listen', 'socket', 'curl', 'process', 'filemod'].map((n) => `      - {use: ${n}}`),
-        '',
-      ].join('\n'),
+      containerYaml([
+        'healthchecks:',
+        ...['port', 'listen', 'socket', 'curl', 'process', 'filemod'].map((n) => `  - {use: ${n}}`),
+      ]),
     );
     expect(c.healthchecks.map((h) => (h.probe.kind === 'exec' ? h.probe.argv : []))).toEqual(
       ['port', 'listen', 'socket', 'curl', 'process', 'filemod'].map((n) => [
