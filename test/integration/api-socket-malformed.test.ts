@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { apiSocketStand, curlHttp, raw } from '../support/api-socket.js';
+import { waitFor } from '../support/wait.js';
 
 const st = apiSocketStand();
 
@@ -69,11 +70,16 @@ describe('malformed-request corpus: 4xx or a closed connection, and the server k
 
   it.each(corpus)('%s', async (_name, parts, expected) => {
     const before = st.actions.calls.length;
+    // with no answer expected, the client closes after 300 ms
     const r = await raw(st.sockPath, parts, expected === null ? 300 : 3_000);
     if (expected) {
       expect(r.out).toMatch(expected);
       expect(r.out).toMatch(/\r\n\r\n\{"code":"[A-Z_]+","message":/);
     }
+    // the server is done with the request: its connection is gone on the server's side too
+    await waitFor('the server to let the connection go', () => st.api.connections().open === 0, {
+      timeoutMs: 5_000,
+    });
     expect(st.actions.calls.length).toBe(before); // nothing malformed reached an action
     expect((await curlHttp(st, 'GET', '/v1/status')).status).toBe(200);
   });
