@@ -176,4 +176,31 @@ export default tseslint.config(
     files: ['bin/**/*.js', 'scripts/**/*.js', 'test/support/**/*.mjs', 'eslint.config.js'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },
+  // Tests. A test file stays short enough to read: one topic a file, shared
+  // set-up in test/support/. Unit tests do not sleep on the real clock: a test
+  // that waits N ms and then asserts that nothing happened proves nothing on a
+  // slow machine. Time moves on the fake clock (test/support/fake-clock.ts); a
+  // real condition is waited for with test/support/wait.ts. Settling the event
+  // loop (setImmediate, setTimeout 0) is fine; a deadline for an event says so
+  // where it is set.
+  {
+    files: ['test/**/*.ts'],
+    rules: { 'max-lines': ['error', { max: 400 }] },
+  },
+  {
+    files: ['test/unit/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.name='setTimeout'][arguments.length>1]:not([arguments.1.value=0])",
+          message: 'no real-clock sleeps in unit tests: use the fake clock or test/support/wait.ts',
+        },
+        {
+          selector: 'CallExpression[callee.name=/^(sleep|delay)$/]',
+          message: 'no real-clock sleeps in unit tests: use the fake clock or test/support/wait.ts',
+        },
+      ],
+    },
+  },
 );

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiContract, documentedOperations, unexercised } from '../support/api-contract.js';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, docker, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
@@ -61,7 +61,7 @@ beforeAll(async () => {
   writeSet(
     sb,
     'api.yaml',
-    `set: api\ndescription: api test\ncontainers:\n  ${n('web')}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n    healthchecks:\n      - { name: self, exec: [demo-check], interval: 1s, timeout: 500ms }\nsets:\n  inner:\n    containers:\n      ${n('worker')}:\n        image: spcd-demo/service:1\n        command: [demo-service, sleep]\n        network: none\n        stop_grace_period: 1s\n`,
+    `set: api\ndescription: api test\ncontainers:\n${demoContainerYaml(n('web'), ['stop_grace_period: 1s'])}    healthchecks:\n      - { name: self, exec: [demo-check], interval: 1s, timeout: 500ms }\nsets:\n  inner:\n    containers:\n      ${n('worker')}:\n        image: spcd-demo/service:1\n        command: [demo-service, sleep]\n        network: none\n        stop_grace_period: 1s\n`,
   );
   spcd = SpcdProcess.start(sb, ['--gate-deadline', '20s']);
   await spcd.ready();

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
@@ -31,7 +31,7 @@ const status = (): Status =>
   ) as Status;
 
 const container = (name: string, extra = ''): string =>
-  `  ${n(name)}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n${extra}`;
+  `${demoContainerYaml(n(name), ['stop_grace_period: 1s'])}${extra}`;
 const A_GOOD = `set: ha\ncontainers:\n${container('a')}`;
 const A_BROKEN = `set: ha\ncontainers:\n${container('a')}  ${n('x')}: [unclosed\n`;
 const B_V1 = `set: hb\ncontainers:\n${container('b')}`;

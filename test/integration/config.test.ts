@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, containersOf, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
@@ -13,30 +13,20 @@ const globals = join(sb.root, 'globals.yaml');
 const configRoot = join(sb.root, 'config');
 const secrets = join(sb.root, 'secrets.yaml');
 
-const SET = `
-set: cfg
-defaults: { level: 0, other: a }
-containers:
-  ${n('a')}:
-    image: spcd-demo/service:1
-    command: [demo-service, sleep]
-    network: none
-    stop_grace_period: 1s
-    config:
-      - { template: a.conf.j2, dest: a.conf, container_path: /etc/a/a.conf, mode: '0644' }
-  ${n('b')}:
-    image: spcd-demo/service:1
-    command: [demo-service, sleep]
-    network: none
-    stop_grace_period: 1s
-    config:
-      - { template: b.conf.j2, dest: b.conf, container_path: /etc/b/b.conf, mode: '0644' }
-  ${n('c')}:
-    image: spcd-demo/service:1
-    command: [demo-service, sleep]
-    network: none
-    stop_grace_period: 1s
-`;
+const configured = (c: string): string[] => [
+  'stop_grace_period: 1s',
+  'config:',
+  `  - { template: ${c}.conf.j2, dest: ${c}.conf, container_path: /etc/${c}/${c}.conf, mode: '0644' }`,
+];
+const SET = [
+  '',
+  'set: cfg',
+  'defaults: { level: 0, other: a }',
+  'containers:',
+  demoContainerYaml(n('a'), configured('a')) +
+    demoContainerYaml(n('b'), configured('b')) +
+    demoContainerYaml(n('c'), ['stop_grace_period: 1s']),
+].join('\n');
 
 let spcd: SpcdProcess;
 
@@ -170,29 +160,24 @@ describe('config rendering and reconfigure on a real engine', () => {
     writeSet(
       sb,
       'boot.yaml',
-      `
-set: boot
-containers:
-  ${n('ok')}:
-    image: spcd-demo/service:1
-    command: [demo-service, sleep]
-    network: none
-    stop_grace_period: 1s
-    bootstrap:
-      - { name: db_sync, command: [sh, -c, 'printf "synced \\033[1mschema 42\\n"'], timeout: 20s }
-  ${n('bad')}:
-    image: spcd-demo/service:1
-    command: [demo-service, sleep]
-    network: none
-    bootstrap:
-      - { name: db_sync, command: [sh, -c, 'echo cannot reach db; exit 3'], timeout: 20s }
-  ${n('slow')}:
-    image: spcd-demo/service:1
-    command: [demo-service, sleep]
-    network: none
-    bootstrap:
-      - { name: db_sync, command: [sleep, '3600'], timeout: 1s }
-`,
+      [
+        '',
+        'set: boot',
+        'containers:',
+        demoContainerYaml(n('ok'), [
+          'stop_grace_period: 1s',
+          'bootstrap:',
+          `  - { name: db_sync, command: [sh, -c, 'printf "synced \\033[1mschema 42\\n"'], timeout: 20s }`,
+        ]) +
+          demoContainerYaml(n('bad'), [
+            'bootstrap:',
+            "  - { name: db_sync, command: [sh, -c, 'echo cannot reach db; exit 3'], timeout: 20s }",
+          ]) +
+          demoContainerYaml(n('slow'), [
+            'bootstrap:',
+            "  - { name: db_sync, command: [sleep, '3600'], timeout: 1s }",
+          ]),
+      ].join('\n'),
     );
     spcd.child.kill('SIGHUP');
     await waitFor('ok running', async () => (await inspect(n('ok')))?.State.Running, { timeoutMs: 20_000 });

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { SocketProxy } from '../support/socket-proxy.js';
 import { waitFor } from '../support/wait.js';
@@ -24,7 +24,7 @@ beforeAll(async () => {
   writeSet(
     sb,
     'o.yaml',
-    `set: o\ncontainers:\n  ${n('a')}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n  ${n('b')}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
+    `set: o\ncontainers:\n${demoContainerYaml(n('a'), ['stop_grace_period: 1s'])}${demoContainerYaml(n('b'), ['stop_grace_period: 1s'])}`,
   );
   spcd = SpcdProcess.start(sb, ['--docker-socket', proxy.path]);
   await spcd.ready();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectEtcd } from '../../agent/etcd/client.js';
 import { phaseFromJson } from '../../agent/rollout/records.js';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';
 import { waitFor } from '../support/wait.js';
@@ -24,7 +24,7 @@ beforeAll(async () => {
     writeSet(
       sbs[i]!,
       's.yaml',
-      `set: s\ncontainers:\n  ${svc(i)}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
+      `set: s\ncontainers:\n${demoContainerYaml(svc(i), ['stop_grace_period: 1s'])}`,
     );
     daemons.push(
       SpcdProcess.start(sbs[i]!, [

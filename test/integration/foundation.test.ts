@@ -6,7 +6,15 @@ import { DockerEngine } from '../../agent/engine/docker.js';
 import { silentLogger } from '../../agent/log.js';
 import { specHash } from '../../agent/model/hash.js';
 import { loadDesired } from '../../agent/spec/load.js';
-import { capsOverride, REPO, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import {
+  capsOverride,
+  demoContainerYaml,
+  REPO,
+  sandbox,
+  SpcdProcess,
+  writeSet,
+  type Sandbox,
+} from '../support/daemon.js';
 import { cleanupInstance, containersOf, docker, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
@@ -233,7 +241,7 @@ describe('spcd on a real engine', () => {
     // A definition claiming the same name: spcd must refuse to take it over.
     writeFileSync(
       join(sb.setsDir, 'other.yaml'),
-      `set: other\ncontainers:\n  ${n('foreign')}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n`,
+      `set: other\ncontainers:\n${demoContainerYaml(n('foreign'))}`,
     );
     spcd.child.kill('SIGHUP');
     // spcd creates nothing under the taken name: its plan offers the container for adoption, on the operator's word.

@@ -13,6 +13,7 @@ import type { HealthChange } from '../../agent/health/types.js';
 import { silentLogger } from '../../agent/log.js';
 import { systemClock } from '../../agent/model/clock.js';
 import type { CheckSpec } from '../../agent/model/spec.js';
+import { waitFor } from '../support/wait.js';
 
 const INSTANCE = 'health-exec-test';
 const docker = new Docker({ socketPath: '/var/run/docker.sock' });
@@ -61,15 +62,6 @@ async function execIds(id: string): Promise<string[]> {
   return (await docker.getContainer(id).inspect()).ExecIDs ?? [];
 }
 
-async function waitFor(what: string, ms: number, fn: () => boolean | Promise<boolean>): Promise<number> {
-  const t0 = Date.now();
-  while (Date.now() - t0 < ms) {
-    if (await fn()) return Date.now() - t0;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-}
-
 function check(o: Partial<CheckSpec>): CheckSpec {
   return {
     name: 'c',
@@ -104,12 +96,10 @@ describe('exec checks on the real engine', () => {
     const failedAfter = Date.now() - t0;
     expect(r).toMatchObject({ timedOut: true, exitCode: null, output: 'going\n' });
     expect(failedAfter).toBeLessThan(1000 + 1000);
-    await waitFor(
-      'the hung process to be gone',
-      1000 + 2000 - (Date.now() - t0),
-      () => hungSleeps(box.id).length === 0,
-    );
-    await waitFor('no exec left', 2000, async () => (await execIds(box.id)).length === 0);
+    await waitFor('the hung process to be gone', () => hungSleeps(box.id).length === 0, {
+      timeoutMs: 1000 + 2000 - (Date.now() - t0),
+    });
+    await waitFor('no exec left', async () => (await execIds(box.id)).length === 0, { timeoutMs: 2000 });
   });
 
   it('a hung check turns the container unhealthy within timeout + 1 s, through the manager', async () => {
@@ -126,7 +116,12 @@ describe('exec checks on the real engine', () => {
       startedAtMs: box.startedAtMs,
       checks: [check({})],
     });
-    const took = await waitFor('unhealthy', 5000, () => mgr.snapshot('hung')?.status === 'unhealthy');
+    const waited = Date.now();
+    await waitFor('unhealthy', () => mgr.snapshot('hung')?.status === 'unhealthy', {
+      timeoutMs: 5000,
+      intervalMs: 20,
+    });
+    const took = Date.now() - waited;
     expect(took).toBeLessThan(1000 + 1000);
     expect(mgr.snapshot('hung')?.checks[0]?.lastResult).toMatchObject({
       timedOut: true,
@@ -134,11 +129,9 @@ describe('exec checks on the real engine', () => {
       counted: true,
     });
     expect(changes.some((c) => c.status === 'unhealthy')).toBe(true);
-    await waitFor(
-      'the hung process to be gone',
-      1000 + 2000 - (Date.now() - t0),
-      () => hungSleeps(box.id).length === 0,
-    );
+    await waitFor('the hung process to be gone', () => hungSleeps(box.id).length === 0, {
+      timeoutMs: 1000 + 2000 - (Date.now() - t0),
+    });
     await mgr.close();
   });
 
@@ -168,16 +161,16 @@ describe('exec checks on the real engine', () => {
     );
     const wall = Date.now() - t0;
     expect(timedOut).toBe(TOTAL);
-    await waitFor('no hung sleep left', 3000, () => hungSleeps(box.id).length === 0);
-    await waitFor('no exec ID left', 3000, async () => (await execIds(box.id)).length <= execsBefore);
+    await waitFor('no hung sleep left', () => hungSleeps(box.id).length === 0, { timeoutMs: 3000 });
+    await waitFor('no exec ID left', async () => (await execIds(box.id)).length <= execsBefore, {
+      timeoutMs: 3000,
+    });
     // Tolerance: Node 20's global HTTP agent keeps idle keep-alive sockets to
     // the engine, up to one per concurrent request; they are closed after its
     // idle timeout, so allow CONCURRENCY of them plus 2 for vitest's own pipes.
-    await waitFor(
-      'file descriptors back to their count',
-      10_000,
-      () => fdCount() <= fdsBefore + CONCURRENCY + 2,
-    );
+    await waitFor('file descriptors back to their count', () => fdCount() <= fdsBefore + CONCURRENCY + 2, {
+      timeoutMs: 10_000,
+    });
     console.log(
       `200 hung checks, ${CONCURRENCY} at a time, timeout 300 ms: ${wall} ms wall; fds ${fdsBefore} -> ${fdCount()}`,
     );
@@ -229,10 +222,10 @@ describe('exec checks on the real engine', () => {
       { argv: ['sleep', '3600'], timeoutMs: 60_000, maxOutputBytes: 16, signal: ac.signal },
       log,
     );
-    await waitFor('the sleep to run', 5000, () => hungSleeps(box.id).length === 1);
+    await waitFor('the sleep to run', () => hungSleeps(box.id).length === 1, { timeoutMs: 5000 });
     ac.abort();
     await expect(p).rejects.toMatchObject({ code: 'ENGINE_TIMEOUT', details: { aborted: true } });
-    await waitFor('the sleep to be gone', 2000, () => hungSleeps(box.id).length === 0);
+    await waitFor('the sleep to be gone', () => hungSleeps(box.id).length === 0, { timeoutMs: 2000 });
   });
 
   it('does not count failures during the start period', async () => {
@@ -258,7 +251,7 @@ describe('exec checks on the real engine', () => {
     mgr.onChange((c) => {
       if (c.status === 'unhealthy' && !unhealthyAt) unhealthyAt = Date.now();
     });
-    await waitFor('unhealthy after the start period', P + 5000, () => unhealthyAt > 0);
+    await waitFor('unhealthy after the start period', () => unhealthyAt > 0, { timeoutMs: P + 5000 });
     expect(unhealthyAt).toBeGreaterThanOrEqual(fresh.startedAtMs + P);
     const h = mgr.snapshot('sp')?.checks[0]?.history ?? [];
     const during = h.filter((r) => r.at < fresh.startedAtMs + P);

@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { FakeKubeServer } from '../support/kube-server.js';
 import { waitFor } from '../support/wait.js';
@@ -34,11 +34,7 @@ type Obj = {
 beforeAll(async () => {
   await server.start();
   server.put('nodes', null, { metadata: { name: NODE }, status: { conditions: [] } });
-  writeSet(
-    sb,
-    'k.yaml',
-    `set: k\ncontainers:\n  ${n('svc')}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
-  );
+  writeSet(sb, 'k.yaml', `set: k\ncontainers:\n${demoContainerYaml(n('svc'), ['stop_grace_period: 1s'])}`);
   // g's file uses `level`; h's uses `mode`, and h is healthy only while its file says "mode = good".
   mkdirSync(templates);
   writeFileSync(join(templates, 'g.conf.j2'), '[DEFAULT]\nlevel = {{ level }}\n');

@@ -2,7 +2,7 @@ import type { V1Lease } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { phaseFrom, phaseLeaseName } from '../../agent/kube/rollout-backend.js';
 import type { PhaseReport } from '../../agent/rollout/decide.js';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { FakeKubeServer } from '../support/kube-server.js';
 import { waitFor } from '../support/wait.js';
@@ -49,7 +49,7 @@ beforeAll(async () => {
     writeSet(
       sbs[i]!,
       's.yaml',
-      `set: s\ncontainers:\n  ${svc(i)}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
+      `set: s\ncontainers:\n${demoContainerYaml(svc(i), ['stop_grace_period: 1s'])}`,
     );
     daemons.push(
       SpcdProcess.start(sbs[i]!, [

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { SocketProxy } from '../support/socket-proxy.js';
 import { waitFor } from '../support/wait.js';
@@ -123,7 +123,7 @@ describe('spcd start-up and shutdown', () => {
     writeSet(
       sb,
       'c.yaml',
-      `set: c\ncontainers:\n  ${name}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n    healthchecks:\n      - name: slow\n        exec: [sleep, '3607']\n        interval: 20s\n        timeout: 15s\n        action: none\n`,
+      `set: c\ncontainers:\n${demoContainerYaml(name, ['stop_grace_period: 1s'])}    healthchecks:\n      - name: slow\n        exec: [sleep, '3607']\n        interval: 20s\n        timeout: 15s\n        action: none\n`,
     );
     const spcd = start(sb);
     await spcd.ready();

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventTap, SpcdApi } from '../e2e/libvirt-e2e-harness.js';
 import { SpcdActions, type SpcdControl } from '../e2e/openstack-actions.js';
 import { restartHealthy, upgradeSet } from '../e2e/openstack-control-steps.js';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
@@ -33,7 +33,7 @@ const ctl: SpcdControl = {
 const actions = new SpcdActions(ctl);
 // A check that passes at once, run every 10 s but at once and every 200 ms after a start.
 const member = (name: string, dependsOn?: string): string =>
-  `  ${n(name)}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n` +
+  `${demoContainerYaml(n(name), ['stop_grace_period: 1s'])}` +
   (dependsOn ? `    depends_on: [${n(dependsOn)}]\n` : '') +
   `    healthchecks:\n      - { name: self, exec: [demo-check], interval: 10s, timeout: 2s, start_period: 30s, start_interval: 200ms }\n`;
 

@@ -11,7 +11,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO, sandbox, SpcdProcess, writeSet } from '../support/daemon.js';
+import { demoContainerYaml, REPO, sandbox, SpcdProcess, writeSet } from '../support/daemon.js';
 import { cleanupInstance, docker, inspect, recordContainerEvents } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
@@ -41,7 +41,7 @@ describe('a bootstrap task orphaned by a dead spcd', () => {
     writeSet(
       sb,
       'db.yaml',
-      `set: db\ncontainers:\n  ${db}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n    bootstrap:\n      - { name: db_sync, command: [sleep, '6'], timeout: 60s }\n`,
+      `set: db\ncontainers:\n${demoContainerYaml(db, ['stop_grace_period: 1s'])}    bootstrap:\n      - { name: db_sync, command: [sleep, '6'], timeout: 60s }\n`,
     );
     const events = await recordContainerEvents({ label: [`spcd.instance=${sb.instance}`, 'spcd.task'] });
     try {
@@ -93,11 +93,7 @@ describe('a corrupt state.json between two runs', () => {
   const statePath = join(sb.stateDir, 'state.json');
 
   it('spcd comes up, sets the file aside, leaves containers alone and never reuses a generation', async () => {
-    writeSet(
-      sb,
-      'svc.yaml',
-      `set: svc\ncontainers:\n  ${svc}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
-    );
+    writeSet(sb, 'svc.yaml', `set: svc\ncontainers:\n${demoContainerYaml(svc, ['stop_grace_period: 1s'])}`);
     const first = spcd(sb);
     await first.ready();
     const before = await waitFor('svc running', async () => {

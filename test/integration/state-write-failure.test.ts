@@ -19,7 +19,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO, sandbox, SpcdProcess, writeSet } from '../support/daemon.js';
+import { demoContainerYaml, REPO, sandbox, SpcdProcess, writeSet } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
@@ -71,11 +71,7 @@ function fill(path: string): void {
 
 describe('spcctl stop on a full state directory', () => {
   it('fails until there is room, then persists the stop', async () => {
-    writeSet(
-      sb,
-      'svc.yaml',
-      `set: svc\ncontainers:\n  ${svc}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
-    );
+    writeSet(sb, 'svc.yaml', `set: svc\ncontainers:\n${demoContainerYaml(svc, ['stop_grace_period: 1s'])}`);
     // Created on an ordinary disk (preflight wants 100 MiB free to create), then moved onto a small tmpfs.
     const first = spcd();
     await first.ready();

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { canReceiveNotify, notifyReceiver, type NotifyReceiver } from '../support/notify-receiver.js';
 import { SocketProxy } from '../support/socket-proxy.js';
@@ -39,11 +39,7 @@ beforeAll(async () => {
   await proxy.up();
   const notifySocket = join(sb.root, 'notify.sock');
   rx = await notifyReceiver(notifySocket);
-  writeSet(
-    sb,
-    'w.yaml',
-    `set: w\ncontainers:\n  ${n('a')}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
-  );
+  writeSet(sb, 'w.yaml', `set: w\ncontainers:\n${demoContainerYaml(n('a'), ['stop_grace_period: 1s'])}`);
   spcd = SpcdProcess.start(sb, ['--docker-socket', proxy.path], {
     NOTIFY_SOCKET: notifySocket,
     WATCHDOG_USEC: String(WATCHDOG_MS * 1000),

@@ -8,7 +8,7 @@ import { EtcdRolloutBackend } from '../../agent/etcd/rollout-backend.js';
 import { createLogger } from '../../agent/log.js';
 import { systemClock } from '../../agent/model/clock.js';
 import { phaseFromJson } from '../../agent/rollout/records.js';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { enableFleetAuth, type FleetAuth } from '../support/etcd-auth.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';
@@ -51,11 +51,7 @@ const as = (u: { user: string; passwordFile: string }) =>
 
 describe('etcd roles for the fleet', { timeout: 150_000 }, () => {
   it('runs a rollout on a node with only its node role', async () => {
-    writeSet(
-      sb,
-      's.yaml',
-      `set: s\ncontainers:\n  ${svc}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
-    );
+    writeSet(sb, 's.yaml', `set: s\ncontainers:\n${demoContainerYaml(svc, ['stop_grace_period: 1s'])}`);
     const a = auth.nodes['node-a']!;
     spcd = SpcdProcess.start(sb, [
       '--etcd-endpoints',

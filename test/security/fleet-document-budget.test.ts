@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectEtcd } from '../../agent/etcd/client.js';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';
 import { waitFor } from '../support/wait.js';
@@ -20,11 +20,7 @@ let spcd: SpcdProcess;
 
 beforeAll(async () => {
   cluster = await EtcdCluster.start(1);
-  writeSet(
-    sb,
-    's.yaml',
-    `set: s\ncontainers:\n  ${svc}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
-  );
+  writeSet(sb, 's.yaml', `set: s\ncontainers:\n${demoContainerYaml(svc, ['stop_grace_period: 1s'])}`);
   spcd = SpcdProcess.start(sb, [
     '--etcd-endpoints',
     cluster.endpoints().join(','),

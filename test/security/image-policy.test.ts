@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectEtcd } from '../../agent/etcd/client.js';
 import { phaseFromJson } from '../../agent/rollout/records.js';
 import { call, openEvents, type EventsTap } from '../support/api-http.js';
-import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { EtcdCluster } from '../support/etcd-cluster.js';
 import { waitFor } from '../support/wait.js';
@@ -29,11 +29,7 @@ let tap: EventsTap & { problems: string[] };
 
 beforeAll(async () => {
   cluster = await EtcdCluster.start(1);
-  writeSet(
-    sb,
-    's.yaml',
-    `set: s\ncontainers:\n  ${svc}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
-  );
+  writeSet(sb, 's.yaml', `set: s\ncontainers:\n${demoContainerYaml(svc, ['stop_grace_period: 1s'])}`);
   const policy = join(sb.root, 'image-policy.yaml');
   writeFileSync(policy, 'allow:\n  - docker.io/spcd-demo\n');
   spcd = SpcdProcess.start(sb, [

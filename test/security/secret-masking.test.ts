@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { demoContainerYaml, REPO, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
@@ -42,7 +42,7 @@ function writeSecrets(key: string): void {
 }
 
 function set(extraConfig = ''): string {
-  return `set: mask\ncontainers:\n  ${name}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n    config:\n      - { template: key.pem.j2, dest: key.pem, container_path: /etc/a/key.pem, mode: '0600' }\n${extraConfig}`;
+  return `set: mask\ncontainers:\n${demoContainerYaml(name, ['stop_grace_period: 1s'])}    config:\n      - { template: key.pem.j2, dest: key.pem, container_path: /etc/a/key.pem, mode: '0600' }\n${extraConfig}`;
 }
 
 async function spcctl(args: string[]): Promise<string> {

@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO } from '../support/daemon.js';
+import { demoContainerYaml, REPO } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { systemdBoxRun } from '../support/systemd-box.js';
 import { waitFor } from '../support/wait.js';
@@ -55,7 +55,7 @@ beforeAll(async () => {
       timeoutMs: 60_000,
     },
   );
-  const set = `set: unit\ncontainers:\n  ${svc}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`;
+  const set = `set: unit\ncontainers:\n${demoContainerYaml(svc, ['stop_grace_period: 1s'])}`;
   await inBox(
     [
       `printf '#!/bin/sh\\nexec /usr/local/bin/node ${BOX_REPO}/bin/spcd.js "$@"\\n' > /usr/local/bin/spcd`,

@@ -35,6 +35,26 @@ export function writeSet(sb: Sandbox, file: string, yaml: string): void {
   writeFileSync(join(sb.setsDir, file), yaml);
 }
 
+/**
+ * One container of a set file's `containers:` map, as the integration tests
+ * write it: the demo image running `demo-service sleep` with no network;
+ * `fields` are more of its lines (YAML, indented as its fields).
+ */
+export function demoContainerYaml(
+  name: string,
+  fields: readonly string[] = [],
+  image = 'spcd-demo/service:1',
+): string {
+  return [
+    `  ${name}:`,
+    `    image: ${image}`,
+    '    command: [demo-service, sleep]',
+    '    network: none',
+    ...fields.map((f) => `    ${f}`),
+    '',
+  ].join('\n');
+}
+
 /** The no-privileged override this VM needs, for a list of containers. */
 export function capsOverride(sb: Sandbox, names: string[]): string {
   const path = join(sb.root, 'overrides.yaml');

@@ -5,6 +5,8 @@ export class FakeClock implements Clock {
   private t: number;
   private seq = 0;
   private timers = new Map<number, { at: number; fn: () => void }>();
+  /** How many timers have fired so far: a test proves that nothing was due by this staying put. */
+  fired = 0;
 
   constructor(start = 1_700_000_000_000) {
     this.t = start;
@@ -35,6 +37,7 @@ export class FakeClock implements Clock {
       if (!next) break;
       this.timers.delete(next[0]);
       this.t = Math.max(this.t, next[1].at);
+      this.fired++;
       next[1].fn();
     }
     this.t = end;

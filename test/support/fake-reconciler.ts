@@ -141,18 +141,19 @@ export async function run(clock: { advance(ms: number): void }, ms: number, step
 
 /**
  * Advances the fake clock `stepMs` at a time until `cond` holds; resolves
- * with the fake time that took. Fails past `maxFakeMs` of fake time or 10 s
- * of real time (the machine may be slow; the fake clock is not).
+ * with the fake time that took. Fails past `maxFakeMs` of fake time or
+ * `realMs` (default 10 s) of real time (the machine may be slow; the fake
+ * clock is not).
  */
 export async function until(
   clock: { advance(ms: number): void },
   what: string,
   cond: () => boolean,
-  opts: { stepMs?: number; maxFakeMs?: number } = {},
+  opts: { stepMs?: number; maxFakeMs?: number; realMs?: number } = {},
 ): Promise<number> {
   const step = opts.stepMs ?? 10;
   const max = opts.maxFakeMs ?? 60_000;
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + (opts.realMs ?? 10_000);
   for (let fake = 0; ; fake += step) {
     await settle(3);
     if (cond()) return fake;

@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { waitFor } from './wait.js';
 
 // A real AF_UNIX datagram receiver, as PID 1's notify socket is: it prints each
 // message with the sender's credentials and the time it arrived, and closes
@@ -48,27 +49,20 @@ export async function notifyReceiver(addr: string): Promise<NotifyReceiver> {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const messages: NotifyMessage[] = [];
-  let wake: (() => void) | undefined;
   let ready!: () => void;
   const isReady = new Promise<void>((r) => (ready = r));
   createInterface(child.stdout!).on('line', (line) => {
     const v = JSON.parse(line) as NotifyMessage & { ready?: boolean };
     if (v.ready) return ready();
     messages.push(v);
-    wake?.();
   });
   await isReady;
   return {
     messages,
     until: async (n, timeoutMs = 8000) => {
-      const end = Date.now() + timeoutMs;
-      while (messages.length < n) {
-        if (Date.now() > end) throw new Error(`only ${messages.length} of ${n} messages arrived`);
-        await new Promise<void>((r) => {
-          wake = r;
-          setTimeout(r, 50);
-        });
-      }
+      await waitFor(`${n} messages`, () => messages.length >= n, { timeoutMs }).catch(() => {
+        throw new Error(`only ${messages.length} of ${n} messages arrived`);
+      });
     },
     close: () => void child.kill('SIGKILL'),
   };

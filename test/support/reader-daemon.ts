@@ -5,7 +5,7 @@
  * the containers, the user, the groups and the sandbox.
  */
 import { chmodSync, rmSync } from 'node:fs';
-import { SpcdProcess, sandbox, writeSet, type Sandbox } from './daemon.js';
+import { SpcdProcess, demoContainerYaml, sandbox, writeSet, type Sandbox } from './daemon.js';
 import { cleanupInstance, inspect } from './docker.js';
 import { createUser, ensureGroup, removeGroup, removeUser, type TestUser } from './users.js';
 import { waitFor } from './wait.js';
@@ -30,11 +30,7 @@ export async function startReaderDaemon(prefix: string): Promise<ReaderDaemon> {
   const sb = sandbox(prefix);
   chmodSync(sb.root, 0o755); // traversable: the gates under test are the sockets' own directories and modes
   const web = `${sb.instance}-web`;
-  writeSet(
-    sb,
-    'ro.yaml',
-    `set: ro\ncontainers:\n  ${web}:\n    image: spcd-demo/service:1\n    command: [demo-service, sleep]\n    network: none\n    stop_grace_period: 1s\n`,
-  );
+  writeSet(sb, 'ro.yaml', `set: ro\ncontainers:\n${demoContainerYaml(web, ['stop_grace_period: 1s'])}`);
   const spcd = SpcdProcess.start(sb, ['--admin-group', adminGroup, '--readonly-group', readGroup]);
   const close = async (): Promise<void> => {
     await spcd.stop();

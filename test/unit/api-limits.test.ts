@@ -8,6 +8,7 @@ import { isSpcdError } from '../../agent/errors.js';
 import { FakeActions, FakeStatus } from '../support/api-fakes.js';
 import { call, serveOnTempSocket } from '../support/api-http.js';
 import { logLines } from '../support/log-lines.js';
+import { waitFor } from '../support/wait.js';
 
 const { lines, sink } = logLines();
 const status = new FakeStatus();
@@ -35,16 +36,11 @@ function raw(data: string, ms = 2_000): Promise<string> {
   return new Promise((resolve) => {
     const s = connect(sock);
     let out = '';
-    const t = setTimeout(() => {
-      s.destroy();
-      resolve(out);
-    }, ms);
+    // a deadline: a connection idle for `ms` is closed
+    s.setTimeout(ms, () => s.destroy());
     s.on('data', (c) => (out += c.toString()));
     s.on('error', () => undefined);
-    s.on('close', () => {
-      clearTimeout(t);
-      resolve(out);
-    });
+    s.on('close', () => resolve(out));
     s.write(data);
   });
 }
@@ -114,9 +110,7 @@ describe('audit', () => {
     actions.finish(ok.json() as never, true);
     await call(sock, 'POST', '/v1/containers/ghost/stop', {});
     await call(sock, 'GET', '/v1/status');
-    const deadline = Date.now() + 2_000;
-    while (lines.filter((l) => l.audit).length < 2 && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 10));
+    await waitFor('two audit lines', () => lines.filter((l) => l.audit).length >= 2);
     const audit = lines.filter((l) => l.audit);
     expect(audit).toHaveLength(2);
     expect(audit[0]).toMatchObject({

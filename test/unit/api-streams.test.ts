@@ -4,6 +4,7 @@ import { createApiHandler } from '../../agent/api/handler.js';
 import { silentLogger } from '../../agent/log.js';
 import { FakeActions, FakeStatus } from '../support/api-fakes.js';
 import { call, serveOnTempSocket } from '../support/api-http.js';
+import { waitFor } from '../support/wait.js';
 
 let cleanup: (() => Promise<void>) | null = null;
 afterEach(async () => {
@@ -51,6 +52,7 @@ function openStream(sock: string, path: string) {
   const until = (pred: () => boolean, ms = 3_000): Promise<void> =>
     new Promise((resolve, reject) => {
       if (pred()) return resolve();
+      // eslint-disable-next-line no-restricted-syntax -- a deadline for an event, not a sleep
       const t = setTimeout(() => reject(new Error(`timed out; got ${JSON.stringify(text)}`)), ms);
       waiters.push(() => {
         if (pred()) {
@@ -77,19 +79,11 @@ function openStream(sock: string, path: string) {
   };
 }
 
-async function waitFor(pred: () => boolean, ms = 3_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 describe('GET /v1/events', () => {
   it('streams events as JSON lines and unsubscribes when the client leaves', async () => {
     const { status, actions, sock } = await setup();
     const s = openStream(sock, '/v1/events');
-    await waitFor(() => status.bus.size === 1);
+    await waitFor('the stream subscribed', () => status.bus.size === 1);
     await s.until(() => s.status === 200);
     expect(s.contentType).toMatch(/application\/x-ndjson/);
     const ref = (await call(sock, 'POST', '/v1/containers/cron/upgrade', { image: 'a/b:2' })).json() as never;
@@ -101,7 +95,7 @@ describe('GET /v1/events', () => {
       .map((l) => JSON.parse(l) as { type: string });
     expect(lines.map((l) => l.type)).toEqual(['operation', 'pull-progress', 'upgrade-step', 'operation']);
     s.close();
-    await waitFor(() => status.bus.size === 0);
+    await waitFor('the stream unsubscribed', () => status.bus.size === 0);
   });
 
   it('sends heartbeats on an idle stream', async () => {
@@ -128,17 +122,17 @@ describe('GET /v1/containers/{name}/logs', () => {
     const { status, sock } = await setup();
     const s = openStream(sock, '/v1/containers/cron/logs?tail=1&follow=1');
     await s.until(() => s.text === 'line 3\n');
-    await waitFor(() => status.follower !== null);
+    await waitFor('a log follower', () => status.follower !== null);
     status.follower?.push('line 4');
     await s.until(() => s.text.endsWith('line 4\n'));
     s.close();
-    await waitFor(() => status.follower?.stopped === true);
+    await waitFor('the log follower stopped', () => status.follower?.stopped === true);
   });
 
   it('follow ends when the source ends', async () => {
     const { status, sock } = await setup();
     const s = openStream(sock, '/v1/containers/cron/logs?follow=1');
-    await waitFor(() => status.follower !== null);
+    await waitFor('a log follower', () => status.follower !== null);
     status.follower?.end();
     await s.until(() => s.ended);
     expect(s.text).toBe('line 1\nline 2\nline 3\n');

@@ -64,7 +64,7 @@ async function settle<T>(clock: FakeClock, p: Promise<T>): Promise<T> {
   while (!done) {
     if (Date.now() > deadline) throw new Error('the watch did not answer within 10 s');
     clock.advance(EXIT_POLL_MS);
-    await new Promise<void>((r) => setTimeout(r, 5));
+    await new Promise<void>((r) => setImmediate(r));
   }
   return p;
 }

@@ -11,21 +11,14 @@ import {
   type NodeReport,
 } from '../../agent/kube/node-reporter.js';
 import { silentLogger } from '../../agent/log.js';
-import { systemClock } from '../../agent/model/clock.js';
 import type { SetStatus } from '../../agent/api/types.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/fake-reconciler.js';
 import { FakeKubeServer } from '../support/kube-server.js';
+import { waitFor } from '../support/wait.js';
 
 const NS = 'spcd-system';
 const log = silentLogger();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function waitFor(cond: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await sleep(10);
-  }
-}
 
 const healthy: NodeReport = {
   engineAvailable: true,
@@ -111,7 +104,7 @@ describe('kube reporting through the real client-node', () => {
     await r.flush();
     expect(patchCalls()).toBe(2);
     clock.advance(10_000);
-    await waitFor(() => patchCalls() === 4);
+    await waitFor('the held-back report sent', () => patchCalls() === 4);
     await r.flush();
     node = server.get('nodes', null, 'compute-1')!;
     const c2 = (node.status as { conditions: { type: string; status: string; message: string }[] })
@@ -229,10 +222,11 @@ describe('kube reporting through the real client-node', () => {
   });
 
   it('DesiredWatcher: list, watch, re-list after 410 Gone, absent and invalid ConfigMaps', async () => {
+    const clock = new FakeClock();
     const seen: (DesiredFromConfigMap | undefined)[] = [];
     const invalid: string[] = [];
     const w = new DesiredWatcher(
-      { api, namespace: NS, clock: systemClock, log },
+      { api, namespace: NS, clock, log },
       {
         configMapName: 'spcd-desired',
         onChange: (d) => seen.push(d),
@@ -249,7 +243,7 @@ describe('kube reporting through the real client-node', () => {
         globals: 'openstack_release: "2024.2"\n',
       },
     });
-    await waitFor(() => seen.length === 2);
+    await until(clock, 'the ConfigMap seen', () => seen.length === 2);
     expect(seen[1]).toMatchObject({
       images: { nova_compute: 'registry.local/kolla/nova-compute:2024.2-2' },
       globals: { openstack_release: '2024.2' },
@@ -260,19 +254,23 @@ describe('kube reporting through the real client-node', () => {
     server.compact();
     const listsBefore = w.lists;
     server.closeWatches();
-    await waitFor(() => w.lists === listsBefore + 1 && w.status === 'watching');
+    await until(
+      clock,
+      're-listed and watching',
+      () => w.lists === listsBefore + 1 && w.status === 'watching',
+    );
     server.put('configmaps', NS, {
       metadata: { name: 'spcd-desired' },
       data: { images: 'nova_compute: registry.local/kolla/nova-compute:2024.2-3\n' },
     });
-    await waitFor(() => seen.length === 3);
+    await until(clock, 'the new ConfigMap seen', () => seen.length === 3);
     expect(seen[2]?.images).toEqual({ nova_compute: 'registry.local/kolla/nova-compute:2024.2-3' });
 
     server.put('configmaps', NS, {
       metadata: { name: 'spcd-desired' },
       data: { images: '- not\n- a map\n' },
     });
-    await waitFor(() => invalid.length === 1);
+    await until(clock, 'the invalid ConfigMap refused', () => invalid.length === 1);
     expect(invalid).toEqual(['SPEC_INVALID']);
     expect(seen).toHaveLength(3);
     w.stop();

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SpcdError } from '../../agent/errors.js';
 import { KubeClient } from '../../agent/kube/client.js';
 import {
@@ -10,9 +10,10 @@ import {
   phaseLeaseName,
 } from '../../agent/kube/rollout-backend.js';
 import { silentLogger } from '../../agent/log.js';
-import { systemClock } from '../../agent/model/clock.js';
 import type { PhaseReport } from '../../agent/rollout/decide.js';
 import { RolloutRunner } from '../../agent/rollout/runner.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/fake-reconciler.js';
 import { FakeKubeServer } from '../support/kube-server.js';
 import type { V1Lease } from '@kubernetes/client-node';
 
@@ -20,22 +21,22 @@ import type { V1Lease } from '@kubernetes/client-node';
  * Rollouts over the Kubernetes backend: in-process nodes, each through the
  * real @kubernetes/client-node, coordinate through the in-test API server
  * (the desired ConfigMap, the ledger Lease, their phase Leases, slot Leases).
+ * Their timers run on a fake clock that a test moves while it waits.
  */
 const log = silentLogger();
 const server = new FakeKubeServer();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let nsSeq = 0;
 let stops: (() => Promise<void>)[] = [];
+let clock = new FakeClock();
 
-async function waitFor(what: string, cond: () => boolean, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`${what}: not met in ${ms} ms`);
-    await sleep(20);
-  }
-}
+/** Moves the fake clock until `cond` holds (an hour of fake time, 30 s of real time at most). */
+const waitFor = (what: string, cond: () => boolean): Promise<number> =>
+  until(clock, what, cond, { stepMs: 20, maxFakeMs: 3_600_000, realMs: 30_000 });
 
 beforeAll(() => server.start());
+beforeEach(() => {
+  clock = new FakeClock();
+});
 afterEach(async () => {
   await Promise.all(stops.map((s) => s()));
   stops = [];
@@ -46,6 +47,8 @@ interface TestNode {
   readonly name: string;
   applied: number;
   pulls: number;
+  /** The times it decided to look again later (each recheck draws its delay once). */
+  rechecks: number;
 }
 
 async function fleet(
@@ -55,7 +58,7 @@ async function fleet(
 ): Promise<TestNode[]> {
   const nodes: TestNode[] = [];
   for (let i = 0; i < count; i++) {
-    const node: TestNode = { name: `compute-${i}`, applied: 0, pulls: 0 };
+    const node: TestNode = { name: `compute-${i}`, applied: 0, pulls: 0, rechecks: 0 };
     const api = new KubeClient(server.kubeConfig(ns).kc, { callTimeoutMs: 5000 });
     const runner = new RolloutRunner({
       node: node.name,
@@ -64,8 +67,9 @@ async function fleet(
         namespace: ns,
         node: node.name,
         configMap: 'spcd-desired',
-        leaseDurationSeconds: 5,
-        clock: systemClock,
+        // far longer than a test: a call slowed by the loaded machine never lets a lease expire
+        leaseDurationSeconds: 3600,
+        clock,
         log,
       }),
       actions: {
@@ -76,13 +80,16 @@ async function fleet(
         },
         apply: async () => {
           node.applied++;
-          await sleep(20);
           await behave.apply?.();
         },
         health: () => 'healthy',
       },
-      clock: systemClock,
+      clock,
       log,
+      random: () => {
+        node.rechecks++;
+        return 0.5;
+      },
       defaultMaxConcurrent: 2,
       recheckMs: 100,
       pullRetryMs: 100,
@@ -96,6 +103,14 @@ async function fleet(
     nodes.push(node);
   }
   return nodes;
+}
+
+/** Waits until each of `nodes` has looked again `times` more times. */
+async function rechecked(nodes: TestNode[], times: number): Promise<void> {
+  const from = nodes.map((n) => n.rechecks);
+  await waitFor(`${nodes.length} nodes rechecked ${times} times`, () =>
+    nodes.every((n, i) => n.rechecks >= from[i]! + times),
+  );
 }
 
 function desired(ns: string, rollout: string, image = 'nova:30'): void {
@@ -136,7 +151,11 @@ describe(
         const p = phases(ns);
         return p.length === 6 && p.filter((x) => x.reason === 'canary-failed').length === 5;
       });
-      await sleep(300); // several rechecks: still nobody else
+      // several rechecks of every held node: still nobody else
+      await rechecked(
+        nodes.filter((n) => n.applied === 0),
+        3,
+      );
       expect(nodes.filter((n) => n.applied > 0)).toHaveLength(1);
       const ledger = ledgerFrom(server.get('leases', ns, LEDGER_LEASE) as V1Lease);
       expect(ledger?.failed).toHaveLength(1);
@@ -152,7 +171,10 @@ describe(
         const p = phases(ns);
         return p.filter((x) => x.reason === 'budget-exhausted').length === 4;
       });
-      await sleep(300);
+      await rechecked(
+        nodes.filter((n) => n.applied === 0),
+        3,
+      );
       expect(nodes.filter((n) => n.applied > 0)).toHaveLength(2);
       expect(ledgerFrom(server.get('leases', ns, LEDGER_LEASE) as V1Lease)?.failed).toHaveLength(2);
     });
@@ -162,7 +184,7 @@ describe(
       const nodes = await fleet(ns, 5);
       desired(ns, 'id: nova-30\nmaxConcurrent: 2\npaused: true\n');
       await waitFor('all paused', () => phases(ns).filter((p) => p.phase === 'paused').length === 5);
-      await sleep(300);
+      await rechecked(nodes, 3);
       expect(nodes.every((n) => n.applied === 0)).toBe(true);
       desired(ns, 'id: nova-30\nmaxConcurrent: 2\npaused: false\n');
       await waitFor('all done', () => phases(ns).filter((p) => p.phase === 'done').length === 5);
@@ -173,18 +195,22 @@ describe(
     it('a maintenance window holds nodes out until it opens', async () => {
       const ns = `ro-${++nsSeq}`;
       const nodes = await fleet(ns, 3);
-      const from = new Date(Date.now() + 1500).toISOString();
-      const to = new Date(Date.now() + 3_600_000).toISOString();
+      // opens in a day: the clock moves there only once every node is held for it
+      const opens = clock.now() + 86_400_000;
+      const from = new Date(opens).toISOString();
+      const to = new Date(opens + 3_600_000).toISOString();
       desired(ns, `windows:\n  - { from: "${from}", to: "${to}" }\n`);
       await waitFor('all held for the window', () =>
         phases(ns).filter((p) => p.reason === 'window-closed').length === 3 ? true : false,
       );
       expect(nodes.every((n) => n.applied === 0)).toBe(true);
+      expect(clock.now()).toBeLessThan(opens);
+      clock.advance(opens - clock.now());
       await waitFor(
         'all done once it opened',
         () => phases(ns).filter((p) => p.phase === 'done').length === 3,
       );
-      expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(from));
+      expect(clock.now()).toBeGreaterThanOrEqual(Date.parse(from));
     });
 
     it('a pre-pull failure keeps the node out of the queue: it takes no slot until the pull works', async () => {

@@ -6,7 +6,6 @@ import { KubeClient } from '../../agent/kube/client.js';
 import { parseDesired } from '../../agent/kube/desired-watcher.js';
 import { KubeRolloutBackend } from '../../agent/kube/rollout-backend.js';
 import { createLogger, silentLogger } from '../../agent/log.js';
-import { systemClock } from '../../agent/model/clock.js';
 import type { DesiredDocument } from '../../agent/rollout/backend.js';
 import { fleetView } from '../../agent/rollout/fleet-view.js';
 import { RolloutRunner } from '../../agent/rollout/runner.js';
@@ -81,7 +80,7 @@ describe('the rollout object names its source', () => {
       node: 'compute-0',
       configMap: 'spcd-desired',
       leaseDurationSeconds: 5,
-      clock: systemClock,
+      clock: new FakeClock(),
       log: silentLogger(),
     });
     let got: DesiredDocument | undefined;

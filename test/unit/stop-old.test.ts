@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { ExitWatch } from '../../agent/executor/ports.js';
 import { settleAll, stopOld, type StopOldDeps } from '../../agent/executor/stop-old.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
+import { settle } from '../support/fake-reconciler.js';
 
 const OLD = { id: 'a'.repeat(64), pid: 4242 } as ObservedContainer;
 
@@ -42,8 +43,9 @@ function fakes(o: { visible?: boolean; gone?: 'now' | 'never' | 'unknown' } = {}
   return { deps, stopCalls, tracked, end: (err?: Error) => endStop(err), wasAborted: () => aborted };
 }
 
+/** `p`'s value, or 'pending' if it is still pending once everything that can settle now has (the fakes are in memory). */
 const settled = async <T>(p: Promise<T>): Promise<'pending' | T> =>
-  Promise.race([p, new Promise<'pending'>((r) => setTimeout(() => r('pending'), 30))]);
+  Promise.race([p, settle().then(() => 'pending' as const)]);
 
 describe('stopOld', () => {
   it('lets a host-network successor start once no process is left, while the engine still stops the old one', async () => {
@@ -98,7 +100,10 @@ describe('stopOld', () => {
 describe('settleAll', () => {
   it('waits for every promise before it throws the first failure', async () => {
     let slowDone = false;
-    const slow = new Promise<void>((r) => setTimeout(() => ((slowDone = true), r()), 20));
+    // settles only after several turns of the event loop: well after the first failure
+    const slow = settle().then(() => {
+      slowDone = true;
+    });
     await expect(settleAll([Promise.reject(new Error('first')), slow])).rejects.toThrow('first');
     expect(slowDone).toBe(true);
   });

@@ -1,0 +1,254 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { REPO, sandbox } from './daemon.js';
+import { docker } from './docker.js';
+import { systemdBoxRun } from './systemd-box.js';
+import { waitFor } from './wait.js';
+
+/**
+ * A compute host as kolla-ansible 2024.1 builds it, built here by
+ * kolla-ansible's own kolla_container module (the peer's code, run from
+ * ../shared/peers, with Debian's ansible-core, python3-docker and
+ * python3-dbus) inside a container that runs systemd as PID 1 and holds the
+ * host's Docker socket: the containers land on the host's engine, each with
+ * its unit kolla-<name>-container.service in that systemd. The parameters
+ * are the nova-cell, neutron and openvswitch roles' (volumes, namespaces,
+ * environment), with four changes this machine needs, each said where it is
+ * made: names and named volumes carry this test's instance (the engine is
+ * shared), the image is a local one with Kolla's runtime (kolla_start), the
+ * config folder is this test's, and `privileged: true` becomes an explicit
+ * capability list (this VM cannot start --privileged).
+ *
+ * spcd then scans them, the operator's set is the scan, the plan says adopt
+ * for each and nothing else, and each is adopted on the operator's word: the
+ * same container id, the same State.StartedAt, no restart, also after a
+ * SIGKILL of spcd and a new spcd.
+ */
+export const run = promisify(execFile);
+export const DOCKER = '/usr/bin/docker';
+export const IMAGE = 'spcd-e2e/kolla-ansible-host:bookworm';
+export const KOLLA_IMAGE = 'spcd-e2e/kolla-runtime:bookworm';
+export const PEER = join(REPO, '..', 'shared', 'peers', 'kolla-ansible-2024.1');
+export const sb = sandbox('adopt-kolla');
+export const box = `spcd-${sb.instance}-host`;
+export const n = (kolla: string): string => `${sb.instance}-${kolla}`;
+export const ETC_KOLLA = join(sb.root, 'etc', 'kolla');
+export const SET = 'kolla';
+
+/** Every capability Docker 20.10 knows but SYS_RESOURCE, which this VM's bounding set lacks: what `privileged: true` becomes here. */
+export const CAPS = [
+  'AUDIT_CONTROL',
+  'AUDIT_READ',
+  'AUDIT_WRITE',
+  'BLOCK_SUSPEND',
+
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'DAC_READ_SEARCH',
+  'FOWNER',
+  'FSETID',
+  'IPC_LOCK',
+  'IPC_OWNER',
+  'KILL',
+  'LEASE',
+  'LINUX_IMMUTABLE',
+  'MAC_ADMIN',
+  'MAC_OVERRIDE',
+  'MKNOD',
+  'NET_ADMIN',
+  'NET_BIND_SERVICE',
+  'NET_BROADCAST',
+  'NET_RAW',
+
+  'SETFCAP',
+  'SETGID',
+  'SETPCAP',
+  'SETUID',
+  'SYSLOG',
+  'SYS_ADMIN',
+  'SYS_BOOT',
+  'SYS_CHROOT',
+  'SYS_MODULE',
+  'SYS_NICE',
+  'SYS_PACCT',
+  'SYS_PTRACE',
+  'SYS_RAWIO',
+  'SYS_TIME',
+  'SYS_TTY_CONFIG',
+  'WAKE_ALARM',
+];
+
+/** kolla-ansible's docker_common_options (group_vars/all.yml), as the roles pass them. */
+export const COMMON = {
+  environment: { KOLLA_CONFIG_STRATEGY: 'COPY_ALWAYS' },
+  restart_policy: 'unless-stopped',
+  restart_retries: '10',
+  graceful_timeout: '60',
+  client_timeout: '120',
+  container_engine: 'docker',
+};
+
+export interface KollaService {
+  readonly kolla: string;
+  readonly folder: string;
+  readonly params: Record<string, unknown>;
+}
+
+/** The roles' parameters (nova-cell, neutron, openvswitch defaults), with this machine's changes. */
+export const SERVICES: readonly KollaService[] = [
+  {
+    kolla: 'nova_libvirt',
+    folder: 'nova-libvirt',
+    params: {
+      pid_mode: 'host',
+      cgroupns_mode: 'host',
+      volumes: [
+        '/etc/localtime:/etc/localtime:ro',
+        '/lib/modules:/lib/modules:ro',
+        '/run:/run:shared',
+        '/dev:/dev',
+        '/sys/fs/cgroup:/sys/fs/cgroup',
+        `${n('kolla_logs')}:/var/log/kolla/`,
+        `${n('libvirtd')}:/var/lib/libvirt`,
+        `${n('nova_compute')}:/var/lib/nova/`,
+        `${n('nova_libvirt_qemu')}:/etc/libvirt/qemu`,
+      ],
+    },
+  },
+  {
+    kolla: 'nova_compute',
+    folder: 'nova-compute',
+    params: {
+      ipc_mode: 'host',
+      environment: { LIBGUESTFS_BACKEND: 'direct' },
+      volumes: [
+        '/etc/localtime:/etc/localtime:ro',
+        '/lib/modules:/lib/modules:ro',
+        '/run:/run:shared',
+        '/dev:/dev',
+        `${n('kolla_logs')}:/var/log/kolla/`,
+        `${n('libvirtd')}:/var/lib/libvirt`,
+        `${n('nova_compute')}:/var/lib/nova/`,
+      ],
+    },
+  },
+  {
+    kolla: 'neutron_openvswitch_agent',
+    folder: 'neutron-openvswitch-agent',
+    params: {
+      volumes: [
+        '/etc/localtime:/etc/localtime:ro',
+        '/lib/modules:/lib/modules:ro',
+        '/run/openvswitch:/run/openvswitch:shared',
+        `${n('kolla_logs')}:/var/log/kolla/`,
+      ],
+    },
+  },
+];
+
+export const inBox = async (script: string, timeout = 120_000): Promise<string> =>
+  (await run(DOCKER, ['exec', box, 'sh', '-c', script], { encoding: 'utf8', timeout })).stdout;
+
+/** kolla_container, as a role's handler calls it (action recreate_or_restart_container). */
+export async function kollaContainer(s: KollaService): Promise<string> {
+  const { environment, volumes, ...rest } = s.params as {
+    environment?: Record<string, string>;
+    volumes: string[];
+  };
+  const args = {
+    action: 'recreate_or_restart_container',
+    common_options: COMMON,
+    name: n(s.kolla),
+    image: KOLLA_IMAGE,
+    // privileged: true in the roles; this VM cannot start it (see CAPS)
+    privileged: false,
+    cap_add: CAPS,
+    ...(environment ? { environment } : {}),
+    ...rest,
+    volumes: [`${join(ETC_KOLLA, s.folder)}/:/var/lib/kolla/config_files/:ro`, ...volumes],
+    dimensions: {},
+  };
+  const env = `ANSIBLE_LIBRARY=${PEER}/library ANSIBLE_MODULE_UTILS=${PEER}/module_utils ANSIBLE_NOCOLOR=1`;
+  // A failed module exits non-zero: its output (the module's message) is what the test shows.
+  return inBox(
+    `${env} ansible localhost -c local -m kolla_container -a '${JSON.stringify(args)}' 2>&1 || true`,
+  );
+}
+
+export interface Running {
+  readonly id: string;
+  readonly startedAt: string;
+  readonly restartCount: number;
+  readonly running: boolean;
+}
+
+export async function running(name: string): Promise<Running> {
+  const i = (await docker().getContainer(name).inspect()) as {
+    Id: string;
+    RestartCount: number;
+    State: { StartedAt: string; Running: boolean };
+  };
+  return { id: i.Id, startedAt: i.State.StartedAt, restartCount: i.RestartCount, running: i.State.Running };
+}
+
+/**
+ * The box (systemd as PID 1, the host's Docker socket) up before the file's
+ * tests, with kolla-ansible's SERVICES made in it when `services`; all of it
+ * removed after.
+ */
+export function kollaHostStand(services: boolean): void {
+  beforeAll(async () => {
+    execFileSync('bash', [join(REPO, 'scripts/kolla-ansible-host/build-image.sh')], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    for (const s of services ? SERVICES : []) {
+      mkdirSync(join(ETC_KOLLA, s.folder), { recursive: true });
+      // Kolla's config.json; the service's own command would need a control plane: a long sleep stands in.
+      writeFileSync(
+        join(ETC_KOLLA, s.folder, 'config.json'),
+        JSON.stringify({ command: 'sleep infinity', config_files: [] }, null, 4),
+      );
+    }
+    execFileSync(
+      DOCKER,
+      systemdBoxRun(
+        box,
+        [
+          `${DOCKER}:/usr/bin/docker:ro`,
+          `${PEER}:${PEER}:ro`,
+          // the config folders at the same path as on the host: the engine resolves bind sources there
+          `${sb.root}:${sb.root}`,
+        ],
+        IMAGE,
+      ),
+    );
+    await waitFor(
+      'systemd up',
+      async () => /running|degraded/.test(await inBox('systemctl is-system-running || true')),
+      {
+        timeoutMs: 60_000,
+      },
+    );
+    for (const s of services ? SERVICES : []) {
+      const out = await kollaContainer(s);
+      expect(out, out).toMatch(/CHANGED/);
+    }
+  }, 900_000);
+
+  afterAll(async () => {
+    await run(DOCKER, ['rm', '-f', box]).catch(() => undefined);
+    for (const s of SERVICES)
+      await docker()
+        .getContainer(n(s.kolla))
+        .remove({ force: true })
+        .catch(() => undefined);
+    for (const v of ['kolla_logs', 'libvirtd', 'nova_compute', 'nova_libvirt_qemu'])
+      await docker()
+        .getVolume(n(v))
+        .remove()
+        .catch(() => undefined);
+  }, 120_000);
+}
