@@ -15,7 +15,7 @@ import {
 } from '../executor/simple.js';
 import { upgradeContainer } from '../executor/upgrade.js';
 import { adoptContainer } from '../executor/adopt.js';
-import type { Step, StepKind, StepOperation } from '../planner/types.js';
+import type { Step, StepKind } from '../planner/types.js';
 import type { ContainerLedger } from './ledger.js';
 import type { IntentResult } from './intents.js';
 
@@ -47,15 +47,6 @@ export function runStep<K extends StepKind>(s: Step<K>, ctx: StepContext): Promi
   return run(s, ctx);
 }
 
-/** Who asked for a step: the operator (it carries their operation), a failing check, or the plan. */
-export function stepOrigin(s: Step): { by: 'operator'; operation: StepOperation } | { by: 'heal' | 'plan' } {
-  if (s.kind === 'upgrade') return { by: 'operator', operation: s.intent.operation };
-  if (s.kind === 'adopt') return { by: 'operator', operation: s.operation };
-  if ((s.kind === 'start' || s.kind === 'stop' || s.kind === 'restart') && s.operation)
-    return { by: 'operator', operation: s.operation };
-  return { by: s.kind === 'stop' || s.kind === 'restart' ? 'heal' : 'plan' };
-}
-
 const present = (s: { observed: ObservedContainer | undefined; desired: { spec: ContainerSpec } }) => {
   if (!s.observed)
     throw new SpcdError('NOT_FOUND', `${s.desired.spec.name} has no container yet`, {
@@ -73,7 +64,7 @@ export const EXECUTORS: Executors = {
 
   async start(s, { exec, ledger }) {
     const name = s.desired.spec.name;
-    if (s.operation) {
+    if (s.origin.by === 'operator') {
       // The operator's start ends the hold stopped and the failure, whatever runs.
       await exec.state.setHeldStopped(name, false);
       ledger.operatorStarted(name);
@@ -87,7 +78,7 @@ export const EXECUTORS: Executors = {
   async stop(s, { exec, ledger }) {
     const name = s.desired.spec.name;
     const p = s.observed;
-    if (s.operation) {
+    if (s.origin.by === 'operator') {
       await guardOperatorStop(exec, s.desired.spec, p);
       await exec.state.setHeldStopped(name, true);
       if (p && isRunning(p)) await stopContainer(exec, p, s.desired.spec.stopGraceMs);
@@ -103,7 +94,7 @@ export const EXECUTORS: Executors = {
   async restart(s, ctx) {
     const { exec, ledger } = ctx;
     const spec = s.desired.spec;
-    if (s.operation) return operatorRestart(s.desired.spec, s.observed, ctx);
+    if (s.origin.by === 'operator') return operatorRestart(s.desired.spec, s.observed, ctx);
     const p = present(s);
     const reason = ledger.takeHeal(spec.name) ?? s.reason;
     const now = exec.clock.now();
