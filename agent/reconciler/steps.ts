@@ -92,28 +92,8 @@ export const EXECUTORS: Executors = {
   },
 
   async restart(s, ctx) {
-    const { exec, ledger } = ctx;
-    const spec = s.desired.spec;
     if (s.origin.by === 'operator') return operatorRestart(s.desired.spec, s.observed, ctx);
-    const p = present(s);
-    const reason = ledger.takeHeal(spec.name) ?? s.reason;
-    const now = exec.clock.now();
-    const after = ledger.healing(spec.name, now);
-    // No probing while spcd stops and starts it; the next pass watches the new start afresh.
-    ctx.forgetHealth(spec.name);
-    exec.log.warn(
-      { container: spec.name, reason, failures: after.backoff.failures, restartCount: after.restartCount },
-      'restarting unhealthy container',
-    );
-    exec.events.publish({
-      type: 'state',
-      at: now,
-      container: spec.name,
-      from: 'running',
-      to: 'restarting',
-      reason,
-    });
-    await restartContainer(exec, p, spec.stopGraceMs);
+    await healRestart(s.desired.spec, present(s), ctx, s.reason);
   },
 
   async replace(s, { exec, operationId }) {
@@ -186,6 +166,42 @@ async function operatorRestart(
     windowMs: window.windowMs,
     stoppedAt: new Date(window.stoppedAt).toISOString(),
   };
+}
+
+/**
+ * A heal's restart. A running hypervisor is stopped by it as by the
+ * operator's restart: the VM-safety guard first (a refusal takes the heal and
+ * counts no restart), and the domain census around it. One that no longer
+ * runs has nothing to stop: no guard, no census.
+ */
+async function healRestart(
+  spec: ContainerSpec,
+  p: ObservedContainer,
+  { exec, ledger, operationId, forgetHealth }: StepContext,
+  planned: string,
+): Promise<void> {
+  const name = spec.name;
+  const reason = ledger.takeHeal(name) ?? planned;
+  const running = isRunning(p);
+  if (running) await guardOperatorStop(exec, spec, p);
+  const recorded = exec.state.generation(name, p.identity.generation)?.spec.census;
+  const census = running ? await censusBefore(exec, recorded ?? spec.census, p.id) : undefined;
+  const now = exec.clock.now();
+  const after = ledger.healing(name, now);
+  // No probing while spcd stops and starts it; the next pass watches the new start afresh.
+  forgetHealth(name);
+  exec.log.warn(
+    { container: name, reason, failures: after.backoff.failures, restartCount: after.restartCount },
+    'restarting unhealthy container',
+  );
+  exec.events.publish({ type: 'state', at: now, container: name, from: 'running', to: 'restarting', reason });
+  await restartContainer(exec, p, spec.stopGraceMs);
+  await censusAfter(exec, census, spec.census, {
+    operationId,
+    container: name,
+    action: 'restart',
+    containerId: p.id,
+  });
 }
 
 /**
