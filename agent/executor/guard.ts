@@ -95,7 +95,8 @@ export function vmSafetyRefused(
 }
 
 /**
- * Before an operator stops or restarts a hypervisor while VMs run: the
+ * Before an operator stops or restarts a hypervisor while VMs run, and
+ * before a heal restarts one that runs: the
  * definition its running generation was created from (else the desired one)
  * must keep VMs alive.
  */

@@ -6,6 +6,7 @@ import {
   type DesiredContainer,
   type Intent,
   type JournalHold,
+  type OperatorOrigin,
   type Plan,
   type RuntimeFacts,
   type Step,
@@ -53,6 +54,10 @@ function waitsFor(s: Step, input: PlanInput): string | undefined {
   return undefined;
 }
 
+/** The origin of the steps the definitions ask for, and of the steps a failing check asks for. */
+const PLAN = { by: 'plan' } as const;
+const HEAL = { by: 'heal' } as const;
+
 /** The container a step acts on. */
 export function stepContainer(s: Step): string {
   return s.kind === 'remove' ? s.observed.identity.container : s.desired.spec.name;
@@ -77,7 +82,8 @@ function intentStep(
   primary: ObservedContainer | undefined,
   unlabeled: UnlabeledFact | undefined,
 ): Step {
-  const operation = intent.operation;
+  const origin: OperatorOrigin = { by: 'operator', operation: intent.operation };
+  const on = { desired: d, observed: primary, origin };
   switch (intent.verb) {
     case 'adopt':
       return {
@@ -86,16 +92,16 @@ function intentStep(
         candidate: unlabeled,
         managed: primary,
         reason: 'adopt requested',
-        operation,
+        origin,
       };
     case 'restart':
-      return { kind: 'restart', desired: d, observed: primary, reason: 'restart requested', operation };
+      return { kind: 'restart', ...on, reason: 'restart requested' };
     case 'stop':
-      return { kind: 'stop', desired: d, observed: primary, reason: 'stop requested', operation };
+      return { kind: 'stop', ...on, reason: 'stop requested' };
     case 'start':
-      return { kind: 'start', desired: d, observed: primary, reason: 'start requested', operation };
+      return { kind: 'start', ...on, reason: 'start requested' };
     case 'change':
-      return { kind: 'upgrade', desired: d, observed: primary, reason: `${intent.change} requested`, intent };
+      return { kind: 'upgrade', ...on, reason: `${intent.change} requested`, intent };
   }
 }
 
@@ -174,6 +180,7 @@ function planDeleted({ input, draft, byName, held }: Pass): void {
         observed: o,
         reason: 'definition deleted',
         definitionDeleted: true,
+        origin: PLAN,
       });
   }
 }
@@ -200,6 +207,7 @@ function planDesired(pass: Pass, d: DesiredContainer): void {
         observed: o,
         reason: `extra instance of ${name}`,
         definitionDeleted: false,
+        origin: PLAN,
       });
   }
 
@@ -217,7 +225,7 @@ function planDesired(pass: Pass, d: DesiredContainer): void {
   if (!primary) {
     const reason = blockedStart(c);
     if (reason) draft.wait(name, reason);
-    else draft.steps.push({ kind: 'create', desired: d, reason: 'not present' });
+    else draft.steps.push({ kind: 'create', desired: d, reason: 'not present', origin: PLAN });
     return;
   }
   if (planChange(c, primary)) return;
@@ -231,6 +239,7 @@ function planDesired(pass: Pass, d: DesiredContainer): void {
       desired: d,
       observed: primary,
       reason: primary.state === 'created' ? 'created, not started' : `exited with ${primary.exitCode}`,
+      origin: PLAN,
     });
   }
 }
@@ -279,7 +288,7 @@ function planChange({ pass, d, name, facts, depsDown }: Judged, primary: Observe
   } else if (depsDown.length > 0) {
     draft.wait(name, `${changed}; waiting for ${depsDown.join(', ')}`);
   } else {
-    draft.steps.push({ kind: 'replace', desired: d, observed: primary, reason: changed });
+    draft.steps.push({ kind: 'replace', desired: d, observed: primary, reason: changed, origin: PLAN });
   }
   return true;
 }
@@ -288,12 +297,12 @@ function planChange({ pass, d, name, facts, depsDown }: Judged, primary: Observe
 function planHeal({ pass, d, name, facts }: Judged, primary: ObservedContainer): void {
   const { draft } = pass;
   if (!facts.heal) return;
-  if (facts.failed)
-    draft.steps.push({ kind: 'stop', desired: d, observed: primary, reason: facts.heal.reason });
+  const heal = { desired: d, observed: primary, reason: facts.heal.reason, origin: HEAL };
+  if (facts.failed) draft.steps.push({ kind: 'stop', ...heal });
   else if (facts.nextAttemptAt > pass.input.now) {
     draft.wakeBy(facts.nextAttemptAt);
     draft.wait(name, 'heal waits for its backoff');
-  } else draft.steps.push({ kind: 'restart', desired: d, observed: primary, reason: facts.heal.reason });
+  } else draft.steps.push({ kind: 'restart', ...heal });
 }
 
 /** What the plan says of an unlabeled container under a desired name. */

@@ -93,6 +93,16 @@ export type Intent =
       readonly from?: number;
     };
 
+/**
+ * Who asked for a step, set by the planner where it makes the step: the
+ * operator (with the operation the API answered with), a failing check (a
+ * heal), or the plan itself (the definitions against what runs).
+ */
+export type OperatorOrigin = { readonly by: 'operator'; readonly operation: StepOperation };
+export type HealOrigin = { readonly by: 'heal' };
+export type PlanOrigin = { readonly by: 'plan' };
+export type StepOrigin = OperatorOrigin | HealOrigin | PlanOrigin;
+
 /** A failing health check's request (the ledger keeps it until a pass plans it). */
 export interface HealRequest {
   readonly reason: string;
@@ -103,39 +113,46 @@ export interface HealRequest {
  * agent/reconciler/steps.ts has its executor (`Executors`).
  */
 export interface StepFields {
-  readonly create: { readonly desired: DesiredContainer; readonly reason: string };
+  readonly create: {
+    readonly desired: DesiredContainer;
+    readonly reason: string;
+    readonly origin: PlanOrigin;
+  };
   readonly start: {
     readonly desired: DesiredContainer;
     /** Undefined only for an operator's start of a container that has none yet. */
     readonly observed: ObservedContainer | undefined;
     readonly reason: string;
-    /** The operator's start: ends the hold stopped and the failure first. */
-    readonly operation?: StepOperation;
+    /** The operator's start ends the hold stopped and the failure first; the plan's starts what exited. */
+    readonly origin: OperatorOrigin | PlanOrigin;
   };
   readonly stop: {
     readonly desired: DesiredContainer;
     readonly observed: ObservedContainer | undefined;
     readonly reason: string;
-    /** The operator's stop (held stopped), else a heal's (left failed for an operator). */
-    readonly operation?: StepOperation;
+    /** The operator's stop (held stopped), or a heal's (left failed for an operator). */
+    readonly origin: OperatorOrigin | HealOrigin;
   };
   readonly restart: {
     readonly desired: DesiredContainer;
     readonly observed: ObservedContainer | undefined;
     readonly reason: string;
-    /** The operator's restart, else a heal's. */
-    readonly operation?: StepOperation;
+    /** The operator's restart, or a heal's. */
+    readonly origin: OperatorOrigin | HealOrigin;
   };
   readonly replace: {
     readonly desired: DesiredContainer;
     readonly observed: ObservedContainer;
     readonly reason: string;
+    readonly origin: PlanOrigin;
   };
   readonly upgrade: {
     readonly desired: DesiredContainer;
     readonly observed: ObservedContainer | undefined;
     readonly reason: string;
     readonly intent: Extract<Intent, { verb: 'change' }>;
+    /** The operator's, under the intent's operation. */
+    readonly origin: OperatorOrigin;
   };
   /** The operator's adoption of an unlabeled container: recorded, never stopped or recreated. */
   readonly adopt: {
@@ -145,13 +162,14 @@ export interface StepFields {
     /** spcd already manages a container under this name. */
     readonly managed: ObservedContainer | undefined;
     readonly reason: string;
-    readonly operation: StepOperation;
+    readonly origin: OperatorOrigin;
   };
   readonly remove: {
     readonly observed: ObservedContainer;
     readonly reason: string;
     /** Its definition is gone (not a stray beside a defined primary): a hypervisor is kept while VMs run. */
     readonly definitionDeleted: boolean;
+    readonly origin: PlanOrigin;
   };
 }
 

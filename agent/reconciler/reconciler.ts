@@ -18,7 +18,6 @@ import { QuarantineRetry } from './quarantine-retry.js';
 import { noteExits, type ExitDeps } from './exits.js';
 import { PassLoop } from './pass-loop.js';
 import { runtimeFacts, UntouchedLog, type FactSources } from './plan-input.js';
-import { stepOrigin } from './steps.js';
 import { StepLauncher } from './tasks.js';
 import { awaitShutdown, logStepsLeft, STOP_DEADLINE_MS } from './shutdown.js';
 
@@ -388,7 +387,7 @@ export class Reconciler {
       now: this.deps.clock.now(),
       journal: this.quarantine.holds(),
     });
-    this.launcher.launch(p.steps.filter((s) => stepOrigin(s).by === 'heal'));
+    this.launcher.launch(p.steps.filter((s) => s.origin.by === 'heal'));
   }
 
   /** The operator's change succeeded (and is pinned): it is the desired spec from now on. */

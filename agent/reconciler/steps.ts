@@ -15,7 +15,7 @@ import {
 } from '../executor/simple.js';
 import { upgradeContainer } from '../executor/upgrade.js';
 import { adoptContainer } from '../executor/adopt.js';
-import type { Step, StepKind, StepOperation } from '../planner/types.js';
+import type { Step, StepKind } from '../planner/types.js';
 import type { ContainerLedger } from './ledger.js';
 import type { IntentResult } from './intents.js';
 
@@ -47,15 +47,6 @@ export function runStep<K extends StepKind>(s: Step<K>, ctx: StepContext): Promi
   return run(s, ctx);
 }
 
-/** Who asked for a step: the operator (it carries their operation), a failing check, or the plan. */
-export function stepOrigin(s: Step): { by: 'operator'; operation: StepOperation } | { by: 'heal' | 'plan' } {
-  if (s.kind === 'upgrade') return { by: 'operator', operation: s.intent.operation };
-  if (s.kind === 'adopt') return { by: 'operator', operation: s.operation };
-  if ((s.kind === 'start' || s.kind === 'stop' || s.kind === 'restart') && s.operation)
-    return { by: 'operator', operation: s.operation };
-  return { by: s.kind === 'stop' || s.kind === 'restart' ? 'heal' : 'plan' };
-}
-
 const present = (s: { observed: ObservedContainer | undefined; desired: { spec: ContainerSpec } }) => {
   if (!s.observed)
     throw new SpcdError('NOT_FOUND', `${s.desired.spec.name} has no container yet`, {
@@ -73,7 +64,7 @@ export const EXECUTORS: Executors = {
 
   async start(s, { exec, ledger }) {
     const name = s.desired.spec.name;
-    if (s.operation) {
+    if (s.origin.by === 'operator') {
       // The operator's start ends the hold stopped and the failure, whatever runs.
       await exec.state.setHeldStopped(name, false);
       ledger.operatorStarted(name);
@@ -87,7 +78,7 @@ export const EXECUTORS: Executors = {
   async stop(s, { exec, ledger }) {
     const name = s.desired.spec.name;
     const p = s.observed;
-    if (s.operation) {
+    if (s.origin.by === 'operator') {
       await guardOperatorStop(exec, s.desired.spec, p);
       await exec.state.setHeldStopped(name, true);
       if (p && isRunning(p)) await stopContainer(exec, p, s.desired.spec.stopGraceMs);
@@ -101,28 +92,8 @@ export const EXECUTORS: Executors = {
   },
 
   async restart(s, ctx) {
-    const { exec, ledger } = ctx;
-    const spec = s.desired.spec;
-    if (s.operation) return operatorRestart(s.desired.spec, s.observed, ctx);
-    const p = present(s);
-    const reason = ledger.takeHeal(spec.name) ?? s.reason;
-    const now = exec.clock.now();
-    const after = ledger.healing(spec.name, now);
-    // No probing while spcd stops and starts it; the next pass watches the new start afresh.
-    ctx.forgetHealth(spec.name);
-    exec.log.warn(
-      { container: spec.name, reason, failures: after.backoff.failures, restartCount: after.restartCount },
-      'restarting unhealthy container',
-    );
-    exec.events.publish({
-      type: 'state',
-      at: now,
-      container: spec.name,
-      from: 'running',
-      to: 'restarting',
-      reason,
-    });
-    await restartContainer(exec, p, spec.stopGraceMs);
+    if (s.origin.by === 'operator') return operatorRestart(s.desired.spec, s.observed, ctx);
+    await healRestart(s.desired.spec, present(s), ctx, s.reason);
   },
 
   async replace(s, { exec, operationId }) {
@@ -195,6 +166,42 @@ async function operatorRestart(
     windowMs: window.windowMs,
     stoppedAt: new Date(window.stoppedAt).toISOString(),
   };
+}
+
+/**
+ * A heal's restart. A running hypervisor is stopped by it as by the
+ * operator's restart: the VM-safety guard first (a refusal takes the heal and
+ * counts no restart), and the domain census around it. One that no longer
+ * runs has nothing to stop: no guard, no census.
+ */
+async function healRestart(
+  spec: ContainerSpec,
+  p: ObservedContainer,
+  { exec, ledger, operationId, forgetHealth }: StepContext,
+  planned: string,
+): Promise<void> {
+  const name = spec.name;
+  const reason = ledger.takeHeal(name) ?? planned;
+  const running = isRunning(p);
+  if (running) await guardOperatorStop(exec, spec, p);
+  const recorded = exec.state.generation(name, p.identity.generation)?.spec.census;
+  const census = running ? await censusBefore(exec, recorded ?? spec.census, p.id) : undefined;
+  const now = exec.clock.now();
+  const after = ledger.healing(name, now);
+  // No probing while spcd stops and starts it; the next pass watches the new start afresh.
+  forgetHealth(name);
+  exec.log.warn(
+    { container: name, reason, failures: after.backoff.failures, restartCount: after.restartCount },
+    'restarting unhealthy container',
+  );
+  exec.events.publish({ type: 'state', at: now, container: name, from: 'running', to: 'restarting', reason });
+  await restartContainer(exec, p, spec.stopGraceMs);
+  await censusAfter(exec, census, spec.census, {
+    operationId,
+    container: name,
+    action: 'restart',
+    containerId: p.id,
+  });
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Step } from '../planner/types.js';
 import type { IntentBook } from './intents.js';
 import type { ContainerLedger } from './ledger.js';
 import type { ContainerLocks, HeldOperation } from './locks.js';
-import { giveUpReason, runStep, stepContainer, stepOrigin, type StepContext } from './steps.js';
+import { giveUpReason, runStep, stepContainer, type StepContext } from './steps.js';
 
 export interface LauncherDeps {
   readonly exec: ExecutorDeps;
@@ -29,8 +29,9 @@ const MAX_PARALLEL_TASKS = 4;
 
 /**
  * Step 4 of a pass: each step a task holding its container, run through the
- * executor table (steps.ts). The operator's step runs under its intent's
- * operation and settles it; a heal's and a planned one run under their own.
+ * executor table (steps.ts). The step's origin says under which operation:
+ * the operator's step runs under its intent's operation and settles it; a
+ * heal's and a planned one run under their own.
  */
 export class StepLauncher {
   constructor(private readonly d: LauncherDeps) {}
@@ -38,7 +39,7 @@ export class StepLauncher {
   launch(steps: readonly Step[]): void {
     const { ledger, intents } = this.d;
     for (const s of steps) {
-      const origin = stepOrigin(s);
+      const origin = s.origin;
       const name = stepContainer(s);
       if (this.d.locks.holder(name)) continue;
       if (origin.by === 'operator') {

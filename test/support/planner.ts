@@ -2,7 +2,7 @@
 import { specHash } from '../../agent/model/hash.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
-import type { DesiredContainer } from '../../agent/planner/types.js';
+import type { DesiredContainer, OperatorOrigin, StepOperation } from '../../agent/planner/types.js';
 
 export const desiredOf = (s: ContainerSpec, configHash = 'none'): DesiredContainer => ({
   spec: s,
@@ -37,3 +37,8 @@ export function observedOf(
     ...over,
   };
 }
+
+/** The origins a step carries (the planner sets them; tests that build steps by hand use these). */
+export const byOperator = (operation: StepOperation): OperatorOrigin => ({ by: 'operator', operation });
+export const BY_HEAL = { by: 'heal' } as const;
+export const BY_PLAN = { by: 'plan' } as const;

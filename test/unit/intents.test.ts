@@ -12,6 +12,7 @@ import type { Reconciler } from '../../agent/reconciler/reconciler.js';
 import { EXECUTORS, runStep, type Executors, type StepContext } from '../../agent/reconciler/steps.js';
 import { FakeProcess, INSTANCE } from '../support/fake-executor.js';
 import { desired, fakeReconciler, run, until, type FakeHealthRoom } from '../support/fake-reconciler.js';
+import { BY_HEAL, BY_PLAN, byOperator } from '../support/planner.js';
 import { amqpCheck, containerSpec } from '../support/spec.js';
 
 /**
@@ -181,12 +182,12 @@ describe('the executor table', () => {
     const state = () => p.engine.byName('svc')?.state;
     const op = { id: 'op', kind: 'restart' } as const;
 
-    await runStep({ kind: 'create', desired: d, reason: 'not present' }, ctx);
+    await runStep({ kind: 'create', desired: d, reason: 'not present', origin: BY_PLAN }, ctx);
     expect(state()).toBe('running');
 
     expect(
       await runStep(
-        { kind: 'stop', desired: d, observed: await observed(), reason: 'r', operation: op },
+        { kind: 'stop', desired: d, observed: await observed(), reason: 'r', origin: byOperator(op) },
         ctx,
       ),
     ).toEqual({
@@ -194,22 +195,31 @@ describe('the executor table', () => {
     });
     expect([state(), p.deps.state.record('svc')?.heldStopped]).toEqual(['exited', true]);
 
-    await runStep({ kind: 'start', desired: d, observed: await observed(), reason: 'r', operation: op }, ctx);
+    await runStep(
+      { kind: 'start', desired: d, observed: await observed(), reason: 'r', origin: byOperator(op) },
+      ctx,
+    );
     expect([state(), p.deps.state.record('svc')?.heldStopped]).toEqual(['running', false]);
 
     const r = await runStep(
-      { kind: 'restart', desired: d, observed: await observed(), reason: 'r', operation: op },
+      { kind: 'restart', desired: d, observed: await observed(), reason: 'r', origin: byOperator(op) },
       ctx,
     );
     expect(r).toMatchObject({ generation: 1, windowMs: expect.any(Number) });
 
     ledger.unhealthy('svc', 'restart', 'probe failed', 'check probe failed 3 times', p.clock.now());
-    await runStep({ kind: 'restart', desired: d, observed: await observed(), reason: 'heal' }, ctx);
+    await runStep(
+      { kind: 'restart', desired: d, observed: await observed(), reason: 'heal', origin: BY_HEAL },
+      ctx,
+    );
     expect(ledger.of('svc')).toMatchObject({ pendingHeal: null, restartCount: 1 });
     expect(p.events.some((e) => e.type === 'state' && e.to === 'restarting')).toBe(true);
 
     const v2 = desired({ ...SVC, image: 'img:2' });
-    await runStep({ kind: 'replace', desired: v2, observed: await observed(), reason: 'spec changed' }, ctx);
+    await runStep(
+      { kind: 'replace', desired: v2, observed: await observed(), reason: 'spec changed', origin: BY_PLAN },
+      ctx,
+    );
     expect(p.engine.byName('svc')).toMatchObject({ state: 'running', image: 'img:2' });
 
     const back = { ...SVC, image: 'img:1' };
@@ -223,20 +233,36 @@ describe('the executor table', () => {
       force: false,
     } as const;
     await runStep(
-      { kind: 'upgrade', desired: d, observed: await observed(), reason: 'upgrade requested', intent },
+      {
+        kind: 'upgrade',
+        desired: d,
+        observed: await observed(),
+        reason: 'upgrade requested',
+        intent,
+        origin: byOperator(intent.operation),
+      },
       ctx,
     );
     expect(p.deps.state.record('svc')?.pin?.spec.image).toBe('img:2');
     expect(pinned).toEqual(['img:2']);
 
     ledger.unhealthy('svc', 'stop', 'probe failed', 'check probe failed 3 times', p.clock.now());
-    await runStep({ kind: 'stop', desired: d, observed: await observed(), reason: 'heal' }, ctx);
+    await runStep(
+      { kind: 'stop', desired: d, observed: await observed(), reason: 'heal', origin: BY_HEAL },
+      ctx,
+    );
     expect(state()).toBe('exited');
     expect(p.events.some((e) => e.type === 'state' && e.to === 'failed')).toBe(true);
 
     const last = await observed();
     await runStep(
-      { kind: 'remove', observed: last, reason: 'definition deleted', definitionDeleted: true },
+      {
+        kind: 'remove',
+        observed: last,
+        reason: 'definition deleted',
+        definitionDeleted: true,
+        origin: BY_PLAN,
+      },
       ctx,
     );
     expect(p.engine.byName('svc')).toBeUndefined();
@@ -262,7 +288,7 @@ describe('the executor table', () => {
         candidate: { container: candidate },
         managed: undefined,
         reason: 'r',
-        operation: adoptOp,
+        origin: byOperator(adoptOp),
       },
       ctx,
     );

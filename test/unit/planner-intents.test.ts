@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { plan } from '../../agent/planner/plan.js';
 import { NO_FACTS, type Intent, type RuntimeFacts, type Step } from '../../agent/planner/types.js';
-import { desiredOf, observedOf } from '../support/planner.js';
+import { BY_HEAL, byOperator, desiredOf, observedOf } from '../support/planner.js';
 import { containerSpec } from '../support/spec.js';
 
 /**
@@ -28,7 +28,13 @@ describe('the operator intent', () => {
       now: NOW,
     });
     expect(p.steps).toEqual([
-      { kind: 'restart', desired: A2, observed: running, reason: 'restart requested', operation: op },
+      {
+        kind: 'restart',
+        desired: A2,
+        observed: running,
+        reason: 'restart requested',
+        origin: byOperator(op),
+      },
     ]);
   });
 
@@ -41,7 +47,7 @@ describe('the operator intent', () => {
         facts: facts({ intent: { verb, operation: op } }),
         now: NOW,
       });
-      expect(p.steps).toMatchObject([{ kind: verb, observed: undefined, operation: op }]);
+      expect(p.steps).toMatchObject([{ kind: verb, observed: undefined, origin: byOperator(op) }]);
     }
   });
 
@@ -83,7 +89,9 @@ describe('a heal', () => {
   it('restarts what runs, waits for its backoff, and stops it once spcd gave up', () => {
     const running = observedOf(A);
     const now = plan({ desired: [A], observed: [running], facts: facts({ heal }), now: NOW });
-    expect(now.steps).toEqual([{ kind: 'restart', desired: A, observed: running, reason: heal.reason }]);
+    expect(now.steps).toEqual([
+      { kind: 'restart', desired: A, observed: running, reason: heal.reason, origin: BY_HEAL },
+    ]);
 
     const later = plan({
       desired: [A],
@@ -101,7 +109,9 @@ describe('a heal', () => {
       facts: facts({ heal, failed: true }),
       now: NOW,
     });
-    expect(failed.steps).toEqual([{ kind: 'stop', desired: A, observed: running, reason: heal.reason }]);
+    expect(failed.steps).toEqual([
+      { kind: 'stop', desired: A, observed: running, reason: heal.reason, origin: BY_HEAL },
+    ]);
   });
 
   it('gives way to a replace when the definition changed', () => {

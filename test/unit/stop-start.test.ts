@@ -10,6 +10,7 @@ import { FakeClock } from '../support/fake-clock.js';
 import { FakeEngine } from '../support/fake-engine.js';
 import { FakeProcess } from '../support/fake-executor.js';
 import { desired, settle } from '../support/fake-reconciler.js';
+import { BY_HEAL, byOperator } from '../support/planner.js';
 import { containerSpec } from '../support/spec.js';
 
 /**
@@ -137,14 +138,14 @@ describe('the steps that stop and start through it', () => {
     const { p, engine, svc } = await setup();
     const ctx = context(p, new ContainerLedger(DEFAULT_BACKOFF));
     const d = desired(SVC);
-    await runStep({ kind: 'start', desired: d, observed: svc, reason: 'r', operation: op }, ctx);
+    await runStep({ kind: 'start', desired: d, observed: svc, reason: 'r', origin: byOperator(op) }, ctx);
     expect(p.engine.count('start')).toBe(1);
-    await runStep({ kind: 'stop', desired: d, observed: svc, reason: 'r', operation: op }, ctx);
+    await runStep({ kind: 'stop', desired: d, observed: svc, reason: 'r', origin: byOperator(op) }, ctx);
     expect(engine.graces).toEqual([7_000]);
     const stopped = await inspect(p, svc.id);
-    await runStep({ kind: 'stop', desired: d, observed: stopped, reason: 'r', operation: op }, ctx);
+    await runStep({ kind: 'stop', desired: d, observed: stopped, reason: 'r', origin: byOperator(op) }, ctx);
     expect(engine.graces).toEqual([7_000]);
-    await runStep({ kind: 'start', desired: d, observed: stopped, reason: 'r', operation: op }, ctx);
+    await runStep({ kind: 'start', desired: d, observed: stopped, reason: 'r', origin: byOperator(op) }, ctx);
     expect([p.engine.count('start'), p.engine.byName('svc')?.state]).toEqual([2, 'running']);
   });
 
@@ -155,7 +156,7 @@ describe('the steps that stop and start through it', () => {
     p.engine.fault({ kind: 'stop', nth: 1, hang: true });
     const began = p.clock.now();
     const stopping = runStep(
-      { kind: 'stop', desired: desired(SVC), observed: svc, reason: 'heal' },
+      { kind: 'stop', desired: desired(SVC), observed: svc, reason: 'heal', origin: BY_HEAL },
       context(p, ledger),
     );
     await settle();

@@ -1,0 +1,100 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { isSpcdError } from '../../agent/errors.js';
+import { DEFAULT_BACKOFF } from '../../agent/model/backoff.js';
+import type { ObservedContainer } from '../../agent/model/observed.js';
+import type { ContainerSpec } from '../../agent/model/spec.js';
+import { ContainerLedger } from '../../agent/reconciler/ledger.js';
+import { runStep, type StepContext } from '../../agent/reconciler/steps.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { FakeEngine } from '../support/fake-engine.js';
+import { FakeProcess } from '../support/fake-executor.js';
+import { desired } from '../support/fake-reconciler.js';
+import { BY_HEAL } from '../support/planner.js';
+import { containerSpec } from '../support/spec.js';
+
+/**
+ * A heal's restart of a hypervisor (a failing check's `action: restart`)
+ * stops it as the operator's restart does: the VM-safety guard before the
+ * stop while VMs run, the domain census around it. One that no longer runs
+ * has nothing to stop. Fake engine, fake clock, the step run through the
+ * executor table as the launcher runs it.
+ */
+const U1 = '8f2c1a9e-0000-4000-8000-000000000001';
+const CENSUS = { argv: ['virsh', 'list', '--uuid'], timeoutMs: 2_000 };
+/** A hypervisor whose definition breaks the VM-safety rules (no pid host, no cgroup bind...). */
+const UNSAFE = containerSpec('nova_libvirt', { role: 'hypervisor' });
+const VMS = [{ pid: 4242, name: 'qemu-1-guest' }];
+
+let proc: FakeProcess | undefined;
+afterEach(async () => {
+  await proc?.close();
+  proc = undefined;
+});
+
+async function setup(spec: ContainerSpec, vms: readonly { pid: number; name: string }[]) {
+  const clock = new FakeClock();
+  const p = await FakeProcess.create(new FakeEngine(clock), clock);
+  proc = p;
+  const first = await p.first(spec);
+  const ledger = new ContainerLedger(DEFAULT_BACKOFF);
+  ledger.unhealthy(spec.name, 'restart', 'probe failed', 'check probe failed 3 times', clock.now());
+  const ctx: StepContext = {
+    exec: { ...p.deps, vms: { runningVms: () => Promise.resolve(vms) } },
+    ledger,
+    operationId: 'heal-1',
+    forgetHealth: () => undefined,
+    pinned: () => undefined,
+  };
+  const heal = (observed: ObservedContainer) =>
+    runStep({ kind: 'restart', desired: desired(spec), observed, reason: 'heal', origin: BY_HEAL }, ctx);
+  return { p, first, ledger, heal };
+}
+
+describe("a heal's restart of a hypervisor", () => {
+  it('that runs takes the VM-safety guard: refused while VMs run, nothing stopped, no restart counted', async () => {
+    const { p, first, ledger, heal } = await setup(UNSAFE, VMS);
+    const err = await heal(first).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(isSpcdError(err, 'VM_SAFETY_REFUSED')).toBe(true);
+    expect([p.engine.count('stop'), p.engine.byName('nova_libvirt')?.state]).toEqual([0, 'running']);
+    expect(p.events).toContainEqual(
+      expect.objectContaining({ type: 'vm-safety-refused', container: 'nova_libvirt', action: 'stop' }),
+    );
+    expect(ledger.of('nova_libvirt')).toMatchObject({ pendingHeal: null, restartCount: 0 });
+  });
+
+  it('that already exited needs no guard: nothing to stop, it is started', async () => {
+    const { p, first, heal } = await setup(UNSAFE, VMS);
+    await p.engine.stop(first.id, 0);
+    const exited = await p.engine.inspect(first.id);
+    if (!exited) throw new Error('nova_libvirt is gone');
+    await heal(exited);
+    expect(p.engine.byName('nova_libvirt')?.state).toBe('running');
+    expect(p.events.some((e) => e.type === 'vm-safety-refused')).toBe(false);
+  });
+
+  it('that runs takes the domain census before the stop and after the start, under the heal', async () => {
+    const spec = containerSpec('nova_libvirt', { role: 'hypervisor', census: CENSUS });
+    const { p, first, heal } = await setup(spec, []);
+    p.engine.execResult = () => ({ exitCode: 0, timedOut: false, output: `${U1}\n`, durationMs: 1 });
+    await heal(first);
+    expect(p.engine.calls.filter((c) => c.kind === 'exec' || c.kind === 'stop').map((c) => c.kind)).toEqual([
+      'exec',
+      'stop',
+      'exec',
+    ]);
+    expect(p.events).toContainEqual(
+      expect.objectContaining({
+        type: 'census',
+        outcome: 'ok',
+        container: 'nova_libvirt',
+        action: 'restart',
+        operationId: 'heal-1',
+        before: [U1],
+        after: [U1],
+      }),
+    );
+  });
+});
