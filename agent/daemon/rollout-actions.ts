@@ -1,6 +1,6 @@
 /**
  * This node's share of a fleet rollout, whichever cluster paces it
- * (Kubernetes: kube-wiring.ts; etcd: agent/etcd/wiring.ts): what the desired
+ * (Kubernetes: kube-wiring.ts; etcd: etcd-wiring.ts): what the desired
  * document changes here, the pre-pull before queueing, and the apply under
  * the slot (globals, then images, each health-gated).
  */
@@ -44,7 +44,7 @@ export function nodeRolloutActions(parts: DaemonParts): Omit<RolloutActions, 'he
       await parts.prePull(wanted, `fleet-prepull-${randomUUID().slice(0, 8)}`);
     },
     // Under the slot: the ConfigMap's globals (re-render, recreate what changed, health-gated:
-    // cluster-globals.ts), then its images, one container at a time, each health-gated.
+    // config/cluster-globals.ts), then its images, one container at a time, each health-gated.
     apply: async (d) => {
       if (globalsChange(d)) {
         const recreated = await applyClusterGlobals(

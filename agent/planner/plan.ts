@@ -39,7 +39,9 @@ export interface PlanInput {
  * reconciler executes the steps and calls again with what it then observes.
  * `desired` must be in start order (dependencies first). The operator's
  * intents, the heals a check asked for and the preflight block are inputs
- * too (in `facts` and `createBlock`), so every step spcd takes comes from here.
+ * too (in `facts` and `createBlock`), so every step of a pass comes from
+ * here. Outside it: journal recovery and the sweep at start-up, and the
+ * quarantine retries (docs/architecture.md).
  */
 export function plan(input: PlanInput): Plan {
   const p = planAll(input);

@@ -25,8 +25,9 @@ export { isUpgrade, type HeldOperation, type OperationKind } from './locks.js';
 
 /**
  * The single owner of concurrency: observe -> plan -> execute -> repeat.
- * Triggers (engine events, timers, API requests) only ask for a pass; passes
- * never overlap. Each step runs as a task holding its container, so a long
+ * Triggers (engine events, timers, API requests) ask for a pass; passes
+ * never overlap. A check that crosses its failure threshold has its heal
+ * planned and launched at once (healNow), without waiting for the pass. Each step runs as a task holding its container, so a long
  * upgrade does not delay another container's restart. Events are hints: a
  * lost stream triggers a re-list, never an action. Its parts, each the only
  * writer of what it keeps, are in docs/architecture.md.
