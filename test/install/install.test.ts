@@ -129,7 +129,8 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
     const line =
       `installed=${result.installed ?? 0} upgraded_restarts=${result.upgraded_restarts ?? '?'} ` +
       `removed_left_running=${result.removed_left_running ?? 0} purged=${result.purged ?? 0} ` +
-      `daemonset_pod_ready=${result.daemonset_pod_ready ?? 'not-run'}`;
+      `daemonset_pod_ready=${result.daemonset_pod_ready ?? 'not-run'} ` +
+      `inflight_finished_by=${result.inflight_finished_by ?? '?'}`;
     if (process.env.SPCD_INSTALL_RESULT) writeFileSync(process.env.SPCD_INSTALL_RESULT, `${line}\n`);
     process.stdout.write(`${line}\n`);
   });
@@ -218,6 +219,12 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
       restarts++;
     if (after.get(b)?.Id !== upgraded.Id || after.get(b)?.startedAt !== upgraded.startedAt) restarts++;
     result.upgraded_restarts = restarts;
+    // Who finished the upgrade: the stopping spcd lets a running step end
+    // (up to its shutdown deadline), else the new one's journal recovery does.
+    const log = await inBox('journalctl -u spcd --no-pager -o cat || true');
+    const byJournal = /"msg":"journal recovery done"/.test(log);
+    result.inflight_finished_by = byJournal ? 'journal' : 'drain';
+    if (!byJournal) expect(log).not.toMatch(/shutdown deadline passed/);
     expect(restarts).toBe(0);
     expect(await spcctl(`generations ${b}`)).toMatch(/current\s+spcd-demo\/service:2/);
   });
