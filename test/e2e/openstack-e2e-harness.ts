@@ -53,6 +53,8 @@ export async function buildAll(timeoutMs = 45 * 60_000): Promise<OpenStackBuild>
       );
     },
   );
+  // The Open vSwitch variant's image: the openstack image plus Open vSwitch and its agent.
+  const ovs = await run('bash', [join(REPO, 'scripts/openvswitch/build-images.sh')], timeoutMs);
   const openstackSeconds = (Date.now() - t0) / 1000;
   const t1 = Date.now();
   const next = await run('bash', [join(REPO, 'scripts/openstack/build-next-image.sh')], 10 * 60_000);
@@ -60,6 +62,7 @@ export async function buildAll(timeoutMs = 45 * 60_000): Promise<OpenStackBuild>
   const lv = await buildImagesAndGuest(timeoutMs);
   const lines = [
     ...os.stdout.split('\n').filter((l) => l.trim()),
+    ...ovs.stdout.split('\n').filter((l) => l.trim()),
     ...next.stdout.split('\n').filter((l) => l.trim()),
     ...lv.lines,
   ];

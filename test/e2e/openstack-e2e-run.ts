@@ -1,11 +1,13 @@
 /**
  * The state of one OpenStack end-to-end run (test/integration/openstack-e2e.test.ts)
  * and what happens around its checked steps: `setUp` (images, spcd with the
- * control, network and compute sets, Nova up, the guest in Glance, the flat
- * network, two VMs booted and pinging each other, the DHCP namespace's pingers),
- * `step` (one change through spcd, then the survival and network checks, its
- * ping window recorded), `tearDown` (everything the run made removed, the
- * summary line printed and written to SPCD_E2E_SUMMARY).
+ * control, network and compute sets, Nova up, the guest in Glance, then the
+ * first network variant started: its flat network, two VMs booted and pinging
+ * each other, the DHCP namespace's pingers), `step` (one change through spcd,
+ * then the survival and network checks, its ping window recorded), `tearDown`
+ * (everything the run made removed, the summary lines printed and written to
+ * SPCD_E2E_SUMMARY). The variants (Linux bridge, Open vSwitch) share the
+ * control plane: openstack-net-variant.ts, openstack-ovs.ts.
  */
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,65 +20,49 @@ import {
   logTail,
   COMPUTE_SET,
   CONTROL_SET,
-  ConsoleWatch,
   NETWORK_SET,
   prepareRoot,
+  removeVolumes,
   renderSetFile,
-  volumeDir,
+  type Rendering,
 } from './openstack-e2e-harness.js';
 import { setMembers } from './openstack-control-steps.js';
-import {
-  hostNetworkDown,
-  hostNetworkLeft,
-  hostNetworkUp,
-  NET_CIDR,
-  PHYSNET,
-  type HostNet,
-} from './openstack-network.js';
-import {
-  DHCP_POOL,
-  GUEST_CMDLINE,
-  pingReport,
-  reportLines,
-  VM_IPS,
-  waitPinging,
-  type PingReport,
-  type PingSource,
-} from './openstack-ping.js';
-import {
-  bootActive,
-  deleteNetwork,
-  networkCheck as checkNetwork,
-  networkSettled,
-  uploadGuest,
-} from './openstack-vm-net.js';
+import { hostNetworkDown, hostNetworkLeft, hostNetworkUp, type HostNet } from './openstack-network.js';
+import { GUEST_CMDLINE, pingReport, reportLines } from './openstack-ping.js';
+import { uploadGuest, linuxBridgeL2 } from './openstack-vm-net.js';
 import { SpcdActions, type SpcdControl } from './openstack-actions.js';
-import { NetnsPing } from './openstack-ns-ping.js';
-import { summaryLine } from './openstack-summary.js';
-import type { PingWindow } from './ping-log.js';
+import { NetVariant, type RunParts, type VariantName } from './openstack-net-variant.js';
 import {
-  computeUpSince,
-  consoleLog,
-  runStep,
-  waitQemu,
-  type Acted,
-  type StepResult,
-  type Vm,
-} from './openstack-steps.js';
-import { REPO, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+  leaveLinuxBridge,
+  OVS_VOLUMES,
+  ovsComputeFiles,
+  ovsHostDown,
+  ovsRunBefore,
+  OVS_COMPUTE_SET,
+  ovsVariant,
+} from './openstack-ovs.js';
+import { ovsSummaryLine, summaryLine, VSWITCHD_STEP } from './openstack-summary.js';
+import { computeUpSince, type Acted, type StepResult } from './openstack-steps.js';
+import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
+
+/** Which network variants a run takes (SPCD_E2E_NETWORK): both, on one control plane, or one. */
+export type NetworkChoice = 'all' | VariantName;
 
 export interface OpenStackE2eOptions {
   /** spcd runs the compute set only, against a control plane already answering. */
   readonly externalControl: boolean;
   /** spcd's command-line arguments. */
   readonly spcdArgs: string[];
-  /** Checked steps the summary counts (each VM's survival and the network after each). */
+  /** Checked steps of the Linux bridge variant the summary counts (each VM's survival and the network after each). */
   readonly steps: number;
+  /** Checked steps of the Open vSwitch variant. */
+  readonly ovsSteps: number;
   readonly vms: number;
   /** When the run began (Date.now()), for openstack_e2e_total_s. */
   readonly t0: number;
+  readonly network: NetworkChoice;
 }
 
 export class OpenStackE2eRun {
@@ -87,30 +73,29 @@ export class OpenStackE2eRun {
   tap: EventTap | undefined;
   api!: SpcdApi;
   os: OpenStack | undefined;
-  readonly vms: Vm[] = [];
-  /** Glance images, the flavor, the network and the VMs' ports this run made, removed at the end. */
-  readonly made: { images: string[]; flavor?: string; network?: string; ports: string[] } = {
-    images: [],
-    ports: [],
-  };
+  /** Glance images and the flavor this run made, removed at the end. */
+  readonly made: { images: string[]; flavor?: string; image?: string } = { images: [] };
   /** The host's side of the network (the physnet's veth, namespaces folder, chains before the run). */
   hostNet: HostNet | undefined;
-  /** Every Neutron port the run saw (VMs' and DHCP's): their taps are removed at the end. */
+  /** Every Neutron port the run saw (VMs' and DHCP's): their devices are removed at the end. */
   readonly portIds = new Set<string>();
-  /** Steps after which the network check found nothing wrong. */
-  networkOk = 0;
-  readonly results: StepResult[] = [];
   /** 1 once Nova stopped, started and deleted the VMs. */
   managed = 0;
   /** Containers restarted during the RabbitMQ outage step (undefined: the step did not run). */
   rabbitOutageRestarts: number | undefined;
-  /** One window of host time (epoch s) per step: the ping losses are placed in them. */
-  readonly windows: PingWindow[] = [];
-  ping: PingReport | undefined;
-  /** Both VMs pinged from the DHCP agent's qdhcp namespace, from the start of the steps to the ping test. */
-  nsPing: NetnsPing | undefined;
   readonly ctl: SpcdControl;
   readonly actions: SpcdActions;
+  /** The Linux bridge variant (container-sets/linuxbridge/compute.yaml) and the Open vSwitch one (container-sets/compute.yaml). */
+  readonly lb: NetVariant;
+  readonly ovs: NetVariant;
+  /** The variant whose compute set spcd runs now. */
+  current: NetVariant;
+  /** 1 when each compute set spcd ran was the shipped file, byte for byte (checked when written). */
+  shippedSet = 0;
+  ovsShippedSet = 0;
+  private hadRunLibvirt = true; // /run/libvirt was there before the run (else the run removes it)
+  private ovsRunWas = new Set<string>();
+  private rendering: Rendering | undefined;
 
   constructor(private readonly o: OpenStackE2eOptions) {
     this.ctl = {
@@ -121,6 +106,30 @@ export class OpenStackE2eRun {
       libvirt: () => this.name('nova_libvirt'),
     };
     this.actions = new SpcdActions(this.ctl);
+    const parts: RunParts = {
+      os: () => this.os!,
+      api: () => this.api,
+      tap: () => this.tap!,
+      root: () => this.root,
+      instance: () => this.sb!.instance,
+      hostNet: () => this.hostNet!,
+      name: this.name,
+      guest: () => ({ image: this.made.image!, flavor: this.made.flavor! }),
+      portIds: this.portIds,
+    };
+    this.lb = new NetVariant(
+      {
+        name: 'lb',
+        agentBinary: 'neutron-linuxbridge-agent',
+        l2: (network) => linuxBridgeL2(this.hostNet!.iface, network),
+      },
+      parts,
+    );
+    this.ovs = new NetVariant(
+      ovsVariant(() => this.hostNet!.iface, this.name('openvswitch_vswitchd')),
+      parts,
+    );
+    this.current = o.network === 'ovs' ? this.ovs : this.lb;
   }
 
   /** The OpenStack client (set up by `setUp`). */
@@ -128,27 +137,12 @@ export class OpenStackE2eRun {
     return this.os!;
   }
 
-  /** The shipped compute set's containers keep their names; the test's own sets get the run's prefix. */
-  private readonly computeNames = new Set(setMembers(COMPUTE_SET).containers);
+  /** The shipped compute sets' containers keep their names; the test's own sets get the run's prefix. */
+  private readonly computeNames = new Set([
+    ...setMembers(COMPUTE_SET).containers,
+    ...setMembers(OVS_COMPUTE_SET).containers,
+  ]);
   readonly name = (svc: string): string => (this.computeNames.has(svc) ? svc : `${this.prefix}${svc}`);
-  /** 1 when the compute set spcd ran is the shipped file, byte for byte (checked at set-up). */
-  shippedSet = 0;
-  private hadRunLibvirt = true; // /run/libvirt was there before the run (else the run removes it)
-
-  /** Each VM's direction: its stamped console, pinging the other VM's address. */
-  readonly pingSources = (): PingSource[] =>
-    this.vms.map((v, i) => ({ from: v.domain, peer: VM_IPS[1 - i]!, text: () => v.console.pingText() }));
-
-  readonly networkCheck = (): ReturnType<typeof checkNetwork> =>
-    checkNetwork({
-      os: this.os!,
-      network: this.made.network!,
-      hostNet: this.hostNet!,
-      serverIds: this.vms.map((v) => v.id),
-      vms: this.o.vms,
-      dhcpAgent: this.name('neutron_dhcp_agent'),
-      portIds: this.portIds,
-    });
 
   readonly startSpcd = async (env: NodeJS.ProcessEnv = {}): Promise<void> => {
     const host = [
@@ -164,9 +158,8 @@ export class OpenStackE2eRun {
   };
 
   /**
-   * Images, spcd with the sets, Nova's compute up, the guest and flavor, the
-   * network, two VMs ACTIVE and pinging each other, and the DHCP namespace
-   * pinging both.
+   * Images, spcd with the sets (the first variant's compute set), Nova's
+   * compute up, the guest and flavor, then the first variant started.
    */
   async setUp(): Promise<void> {
     const build = await buildAll();
@@ -181,15 +174,28 @@ export class OpenStackE2eRun {
     prepareRoot(root);
     // Linux caps interface names at 15 characters: spcdn/spcdp + at most 7 digits.
     const iface = `spcdn${process.pid % 10_000_000}`;
-    const hostNet = await hostNetworkUp(root, iface, `spcdp${process.pid % 10_000_000}`);
-    this.hostNet = hostNet;
+    this.hostNet = await hostNetworkUp(root, iface, `spcdp${process.pid % 10_000_000}`);
     const r = { root, prefix: this.prefix, runId: sb.instance, iface };
+    this.rendering = r;
     if (!this.o.externalControl) {
       writeSet(sb, 'control.yaml', renderSetFile(CONTROL_SET, r));
       writeSet(sb, 'network.yaml', renderSetFile(NETWORK_SET, r));
     }
     this.hadRunLibvirt = existsSync('/run/libvirt');
-    this.shippedSet = computeHost(sb, r);
+    this.ovsRunWas = ovsRunBefore();
+    // Both variants' host files (the secrets are the same): the first one's overrides stay.
+    if (this.current === this.ovs) {
+      computeHost(sb, r);
+      this.ovsShippedSet = ovsComputeFiles(sb, r);
+    } else this.shippedSet = computeHost(sb, r);
+    await this.bringUp();
+    await this.current.start();
+    await vmsh('api-probe', [join(root, 'libvirt'), IMAGE_11, sb.instance]);
+  }
+
+  /** spcd started, the control plane and nova-compute up, Neutron listing networks, the guest and flavor made. */
+  private async bringUp(): Promise<void> {
+    const sb = this.sb!;
     const tStart = Date.now();
     await this.startSpcd();
     this.api = new SpcdApi(sb.socket);
@@ -201,21 +207,7 @@ export class OpenStackE2eRun {
     });
     this.os = os;
     const tUp = Date.now();
-    const came = await waitFor(
-      'nova-compute up in Nova (control and compute sets bootstrapped)',
-      async () => {
-        // A failed bootstrap task ends the wait at once (waitFor retries a throw).
-        if (this.spcd?.logged('BOOTSTRAP_FAILED')) return 'bootstrap-failed';
-        return (await computeUpSince(os, tStart)) && 'up';
-      },
-      { timeoutMs: 1_200_000, intervalMs: 5000 },
-    ).catch((e: Error) => {
-      throw new Error(`${e.message}\nspcd said:\n${this.spcd?.output.slice(-30).join('\n') ?? ''}`);
-    });
-    if (came === 'bootstrap-failed')
-      throw new Error(
-        `a bootstrap task failed:\n${this.spcd!.output.filter((l) => l.includes('BOOTSTRAP_FAILED')).join('\n')}`,
-      );
+    await this.computeUp(tStart, 1_200_000);
     console.log(`control and compute up in ${((Date.now() - tUp) / 1000).toFixed(1)} s`);
     // neutron-server starts after its own bootstrap tasks; Nova's server views need it.
     await waitFor('Neutron listing networks', () => os.warmNeutron().then(() => true), {
@@ -223,127 +215,77 @@ export class OpenStackE2eRun {
       intervalMs: 3000,
     });
     const made = this.made;
-    const image = await uploadGuest(os, sb.instance, join(sb.root, 'root.img'), GUEST_CMDLINE, made.images);
-    const flavor = await os.createFlavor(`${sb.instance}-128`, 128, 1, 1);
-    made.flavor = flavor;
-    const tAgents = Date.now();
-    const agents = await waitFor(
-      'the Linux bridge and DHCP agents alive in Neutron',
+    made.image = await uploadGuest(os, sb.instance, join(sb.root, 'root.img'), GUEST_CMDLINE, made.images);
+    made.flavor = await os.createFlavor(`${sb.instance}-128`, 128, 1, 1);
+  }
+
+  /** nova-compute up in Nova with a heartbeat after `since`; a failed bootstrap task ends the wait at once. */
+  private async computeUp(since: number, timeoutMs: number): Promise<void> {
+    const came = await waitFor(
+      'nova-compute up in Nova (the sets bootstrapped)',
       async () => {
-        const a = await os.agents();
-        const lb = a.find((x) => x.binary === 'neutron-linuxbridge-agent' && x.alive);
-        const dhcp = a.find((x) => x.binary === 'neutron-dhcp-agent' && x.alive);
-        return lb && dhcp && a;
+        if (this.spcd?.logged('BOOTSTRAP_FAILED')) return 'bootstrap-failed';
+        return (await computeUpSince(this.os!, since)) && 'up';
       },
-      { timeoutMs: 600_000, intervalMs: 3000 },
-    );
-    console.log(
-      `agents alive ${((Date.now() - tAgents) / 1000).toFixed(1)} s after Nova's compute: ${agents.map((a) => `${a.binary}@${a.host}`).join(' ')}`,
-    );
-    const net = await os.createNetwork(`${sb.instance}-net`, 'flat', PHYSNET, NET_CIDR, DHCP_POOL);
-    made.network = net.network;
-    for (const [i, ip] of VM_IPS.entries())
-      made.ports.push(await os.createPort(`${sb.instance}-vm-${i + 1}`, net.network, net.subnet, ip));
-    const tBoot = Date.now();
-    const ids: string[] = [];
-    for (const [i, port] of made.ports.entries())
-      ids.push(await bootActive(os, `${sb.instance}-vm-${i + 1}`, image, flavor, port));
-    for (const id of ids) {
-      const s = (await os.server(id))!;
-      const domain = s['OS-EXT-SRV-ATTR:instance_name']!;
-      const qemu = await waitQemu(join(root, 'libvirt'), domain);
-      const console_ = new ConsoleWatch(consoleLog(join(volumeDir('nova_compute'), 'instances'), id));
-      this.vms.push({ id, domain, qemu, console: console_ });
-    }
-    for (const vm of this.vms)
-      await waitFor(`${vm.domain}'s console counter`, () => vm.console.last() >= 3, {
-        timeoutMs: 300_000,
-        intervalMs: 500,
-      });
-    console.log(
-      `two VMs ACTIVE with their counters in ${((Date.now() - tBoot) / 1000).toFixed(1)} s: ${this.vms.map((v) => `${v.domain}=${v.qemu.pid}`).join(' ')}`,
-    );
-    const plugged = await networkSettled(this.networkCheck);
-    if (plugged.failures.length)
-      throw new Error(`the VM and DHCP ports not ACTIVE on the bridge: ${plugged.failures.join('; ')}`);
-    console.log(`network: ${plugged.line}`);
-    const tPing = Date.now();
-    await waitPinging(this.pingSources(), 300_000);
-    console.log(
-      `both guests ping each other ${((Date.now() - tPing) / 1000).toFixed(1)} s after the ports were up`,
-    );
-    await run('bash', [join(REPO, 'scripts/ensure-ping.sh')], 5 * 60_000);
-    const tNs = Date.now();
-    this.nsPing = await NetnsPing.start({
-      os,
-      netnsDir: hostNet.netnsDir,
-      network: made.network,
-      ports: made.ports,
-      ips: VM_IPS,
-      cidr: NET_CIDR,
-      timeoutMs: 120_000,
+      { timeoutMs, intervalMs: 5000 },
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}\nspcd said:\n${this.spcd?.output.slice(-30).join('\n') ?? ''}`);
     });
-    console.log(
-      `${this.nsPing.namespace} pings both VMs ${((Date.now() - tNs) / 1000).toFixed(1)} s after its start`,
-    );
-    await vmsh('api-probe', [join(root, 'libvirt'), IMAGE_11, sb.instance]);
+    if (came === 'bootstrap-failed')
+      throw new Error(
+        `a bootstrap task failed:\n${this.spcd!.output.filter((l) => l.includes('BOOTSTRAP_FAILED')).join('\n')}`,
+      );
   }
 
   /**
-   * One change through spcd (`act`), then the VMs' survival (runStep) and the
-   * network after it, with a deadline; its ping window is recorded. The
-   * caller checks the result's failures and VMs.
+   * From the Linux bridge variant to the Open vSwitch one on the same control
+   * plane: the Linux bridge VMs and network deleted, the shipped Open vSwitch
+   * compute set and its host overrides written, spcd reloaded (it removes the
+   * Linux bridge agent, starts Open vSwitch and its agent, and replaces the
+   * containers whose config changed: nova_compute, the DHCP agent), nova-compute
+   * up again; then the variant starts.
    */
-  async step(label: string, act: () => Promise<Acted>): Promise<StepResult> {
-    const from = Date.now() / 1000;
-    const r = await runStep(
-      {
-        os: this.os!,
-        api: this.api,
-        tap: () => this.tap!,
-        libvirtRoot: join(this.root, 'libvirt'),
-        libvirt: this.name('nova_libvirt'),
-        compute: this.name('nova_compute'),
-        vms: this.vms,
-        deadlineMs: 600_000,
-      },
-      label,
-      act,
+  async switchToOvs(): Promise<void> {
+    const t0 = Date.now();
+    await this.lb.remove();
+    for (const vm of this.lb.vms)
+      await waitFor(`${vm.domain} gone from Nova`, async () => (await this.os!.server(vm.id)) === undefined, {
+        timeoutMs: 300_000,
+        intervalMs: 1000,
+      });
+    this.ovsShippedSet = ovsComputeFiles(this.sb!, this.rendering!);
+    const tReload = Date.now();
+    await this.api.post('/v1/reload', {});
+    console.log(
+      `switch: reloaded; linux bridge leftovers: ${(await leaveLinuxBridge(this.os!, this.hostNet!.iface)).join(', ') || 'none'}`,
     );
-    // The network after the step (ports ACTIVE, taps on the bridge, dnsmasq's hosts), with a deadline.
-    const net = await networkSettled(this.networkCheck);
-    r.failures.push(...net.failures.map((f) => `network: ${f}`));
-    if (!net.failures.length) this.networkOk++;
-    console.log(`${label} network: ok_after_s=${net.afterS.toFixed(1)} ${net.line}`);
-    this.windows.push({ name: label, from, to: Date.now() / 1000 });
-    this.results.push(r);
-    return r;
+    this.current = this.ovs;
+    await this.computeUp(tReload, 900_000);
+    console.log(`switch: nova-compute up ${((Date.now() - tReload) / 1000).toFixed(1)} s after the reload`);
+    await this.ovs.start();
+    console.log(`switch to Open vSwitch took ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   }
 
-  /** Removes everything the run made, then prints (and writes) the summary line. */
+  /** One checked step of the current variant. */
+  step(label: string, act: () => Promise<Acted>): Promise<StepResult> {
+    return this.current.step(label, act);
+  }
+
+  /** Removes everything the run made, then prints (and writes) the summary lines. */
   async tearDown(): Promise<void> {
-    const { made, vms, hostNet, sb, os } = this;
-    for (const vm of vms) vm.console.stop();
-    // A run that failed before the ping test still shows what the pings saw
-    // (the summary line keeps vm_ping_lost=nan: the count was not closed).
-    if (!this.ping && this.windows.length)
-      try {
-        const r = pingReport(this.pingSources(), this.windows, this.nsPing?.directions(this.windows));
-        for (const l of reportLines(r)) console.log(`(unclosed) ${l}`);
-      } catch (e) {
-        console.log(`ping report: ${(e as Error).message}`);
-      }
-    // Before the network goes: its namespace goes with it.
-    if (this.nsPing) console.log(`ns pingers stopped: ${JSON.stringify(await this.nsPing.stop())}`);
+    const { made, hostNet, sb, os } = this;
+    const vms = [...this.lb.vms, ...this.ovs.vms];
+    for (const v of [this.lb, this.ovs]) this.unclosedPings(v);
     // Nova removes what it can; the rest goes by PID and by id.
     if (os) {
-      for (const vm of vms) await os.deleteServer(vm.id).catch(() => undefined);
+      for (const v of [this.lb, this.ovs])
+        await v.remove().catch((e: Error) => console.log(`${v.spec.name}: ${e.message}`));
       for (const id of made.images) await os.deleteImage(id).catch(() => undefined);
       if (made.flavor)
         await os.request('compute', 'DELETE', `/flavors/${made.flavor}`).catch(() => undefined);
-      if (made.network) await deleteNetwork(os, made.network, made.ports, hostNet);
     }
-    if (vms.length < this.o.vms) for (const c of ['nova_compute', 'nova_libvirt']) await logTail(c); // set-up failed
+    if (this.current.vms.length < this.o.vms)
+      for (const c of ['nova_compute', 'nova_libvirt']) await logTail(c); // set-up failed
     this.tap?.close();
     await this.spcd?.stop();
     if (sb) {
@@ -358,10 +300,13 @@ export class OpenStackE2eRun {
       }
       await cleanupInstance(sb.instance);
       computeHostDown(this.hadRunLibvirt);
-      // After the containers are gone: a Linux bridge agent still running (spcd
-      // leaves containers running when it stops) would put its chains back.
+      console.log(`ovs volumes removed: ${removeVolumes(OVS_VOLUMES).join(',') || 'none'}`);
+      console.log(`ovs host: ${(await ovsHostDown(this.ovsRunWas)).join(', ') || 'nothing'}`);
+      // After the containers are gone: an agent still running (spcd leaves
+      // containers running when it stops) would put its chains back.
       if (hostNet) {
-        const ids = { ports: [...this.portIds], networks: made.network ? [made.network] : [] };
+        const networks = [this.lb, this.ovs].flatMap((v) => (v.made.network ? [v.made.network] : []));
+        const ids = { ports: [...this.portIds], networks };
         const removed = await hostNetworkDown(hostNet, ids).catch((e: Error) => [`error: ${e.message}`]);
         const left = await hostNetworkLeft(hostNet, ids);
         console.log(`network cleanup removed: ${removed.join(', ') || 'nothing'}; left: ${left.length}`);
@@ -374,14 +319,53 @@ export class OpenStackE2eRun {
       rmSync(sb.root, { recursive: true, force: true });
       console.log(`leftover containers: ${left.stdout.trim().split('\n').filter(Boolean).length}`);
     }
-    const summary = this.summary();
-    console.log(summary);
-    if (process.env.SPCD_E2E_SUMMARY) writeFileSync(process.env.SPCD_E2E_SUMMARY, `${summary}\n`);
+    const lines = this.summaries();
+    for (const l of lines) console.log(l);
+    if (process.env.SPCD_E2E_SUMMARY) writeFileSync(process.env.SPCD_E2E_SUMMARY, `${lines.join('\n')}\n`);
   }
 
-  /** The summary line (test/e2e/run-openstack-e2e.sh prints it last); logs the total time first. */
-  private summary(): string {
+  /** A variant that failed before its ping test still shows what the pings saw (its line keeps vm_ping_lost=nan). */
+  private unclosedPings(v: NetVariant): void {
+    if (v.ping || !v.windows.length) return;
+    try {
+      const r = pingReport(v.pingSources(), v.windows, v.nsPing?.directions(v.windows));
+      for (const l of reportLines(r)) console.log(`(unclosed ${v.spec.name}) ${l}`);
+    } catch (e) {
+      console.log(`ping report (${v.spec.name}): ${(e as Error).message}`);
+    }
+  }
+
+  /** The summary lines (test/e2e/run-openstack-e2e.sh prints them last): one per variant run. */
+  private summaries(): string[] {
     console.log(`openstack_e2e_total_s=${((Date.now() - this.o.t0) / 1000).toFixed(1)}`);
-    return summaryLine({ ...this, checked: this.o.steps * this.o.vms, steps: this.o.steps });
+    const out: string[] = [];
+    if (this.o.network !== 'ovs')
+      out.push(
+        summaryLine({
+          results: this.lb.results,
+          checked: this.o.steps * this.o.vms,
+          steps: this.o.steps,
+          managed: this.managed,
+          shippedSet: this.shippedSet,
+          rabbitOutageRestarts: this.rabbitOutageRestarts,
+          networkOk: this.lb.networkOk,
+          ping: this.lb.ping,
+        }),
+      );
+    if (this.o.network !== 'lb')
+      out.push(
+        ovsSummaryLine(
+          {
+            results: this.ovs.results,
+            checked: this.o.ovsSteps * this.o.vms,
+            steps: this.o.ovsSteps,
+            shippedSet: this.ovsShippedSet,
+            networkOk: this.ovs.networkOk,
+            ping: this.ovs.ping,
+          },
+          this.ovs.windows.find((w) => w.name === VSWITCHD_STEP),
+        ),
+      );
+    return out;
   }
 }

@@ -18,7 +18,7 @@ export const NET_CIDR = '10.251.0.0/24';
 /** The flat physnet of the sets (network.yaml's flat_networks, compute.yaml's bridge_mappings). */
 export const PHYSNET = 'spcd-e2e';
 
-const NEUTRON_IPT = /^(neutron-linuxbri-|neutron-filter-top$)/;
+const NEUTRON_IPT = /^(neutron-linuxbri-|neutron-openvswi-|neutron-filter-top$)/;
 const NEUTRON_EBT = /^neutron(ARP|MAC)-/;
 const IPT_TABLES = ['filter', 'raw', 'mangle', 'nat'] as const;
 const TIMEOUT = 60_000;
@@ -84,26 +84,37 @@ async function links(prefix: string): Promise<string[]> {
 
 /** Names of what the run's Neutron objects make on the host (Neutron's and Nova's: a prefix and the id's first 11 characters). */
 export interface Made {
-  /** Ports: their taps. */
+  /** Ports: their taps, and a hybrid plug's qbr bridge and qvb/qvo veth pair (Open vSwitch). */
   readonly ports: readonly string[];
   /** Networks: the brq<network> bridge os-vif makes for a server's port. */
   readonly networks: readonly string[];
 }
 
+/** The prefixes of the host devices a port or network makes: its tap, the hybrid plug's, a network's brq. */
+const DEVICE_PREFIXES = ['tap', 'qbr', 'qvb', 'qvo', 'brq'] as const;
+
 function devicesOf(m: Made): Set<string> {
-  return new Set([...m.ports.map((id) => `tap${id.slice(0, 11)}`), ...m.networks.map(brqOf)]);
+  const ofPort = (id: string): string[] => ['tap', 'qbr', 'qvb', 'qvo'].map((p) => `${p}${id.slice(0, 11)}`);
+  return new Set([...m.ports.flatMap(ofPort), ...m.networks.map(brqOf)]);
+}
+
+/** The host's devices with one of DEVICE_PREFIXES. */
+async function portDevices(): Promise<string[]> {
+  const out: string[] = [];
+  for (const p of DEVICE_PREFIXES) out.push(...(await links(p)));
+  return out;
 }
 
 /**
- * Removes what the run made: the taps of its ports and the brq bridges of
- * its networks (`tap`/`brq` + the id's first 11 characters), the namespaces in its
+ * Removes what the run made: the devices of its ports and the brq bridges of
+ * its networks (DEVICE_PREFIXES + the id's first 11 characters), the namespaces in its
  * folder, the folder's mount, its bridge, and Neutron's iptables and
  * ebtables chains that were not there before. Returns what it removed.
  */
 export async function hostNetworkDown(h: HostNet, made: Made): Promise<string[]> {
   const removed: string[] = [];
   const devices = devicesOf(made);
-  for (const dev of [...(await links('tap')), ...(await links('brq'))])
+  for (const dev of await portDevices())
     if (devices.has(dev)) {
       await run('ip', ['link', 'del', dev], TIMEOUT).catch(() => undefined);
       removed.push(dev);
@@ -177,7 +188,7 @@ async function removeChains(before: ReadonlySet<string>, scratch: string): Promi
 /** What is left of the run's network on the host (empty after a clean teardown). */
 export async function hostNetworkLeft(h: HostNet, made: Made): Promise<string[]> {
   const devices = devicesOf(made);
-  const left = [...(await links('tap')), ...(await links('brq'))].filter((d) => devices.has(d));
+  const left = (await portDevices()).filter((d) => devices.has(d));
   for (const n of [h.iface, h.peer]) if ((await links(n)).includes(n)) left.push(n);
   if (existsSync(h.netnsDir)) left.push(...readdirSync(h.netnsDir).map((n) => `netns:${n}`));
   left.push(...[...(await neutronChains())].filter((c) => !h.before.has(c)));

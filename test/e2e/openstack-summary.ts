@@ -52,3 +52,51 @@ export function summaryLine(s: SummaryInput): string {
     (s.ping?.summary ?? 'vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan')
   );
 }
+
+/** The Open vSwitch variant's vswitchd upgrade step (test/e2e/openstack-ovs-steps.ts). */
+export const VSWITCHD_STEP = 'ovs-vswitchd-upgrade';
+
+export interface OvsSummaryInput {
+  readonly results: readonly StepResult[];
+  readonly checked: number;
+  readonly steps: number;
+  readonly shippedSet: number;
+  readonly networkOk: number;
+  readonly ping: PingReport | undefined;
+}
+
+/**
+ * The longest time without a reply whose end fell in `step`'s window (host
+ * time), over every guest direction: the forwarding gap of that step.
+ */
+export function gapInWindow(ping: PingReport, from: number, to: number): number {
+  let gap = 0;
+  for (const { d } of ping.directions) {
+    if (d.offsetS === undefined) continue;
+    const end = d.maxGapEndMs / 1000 + d.offsetS;
+    if (end >= from && end <= to + 1) gap = Math.max(gap, d.maxGapMs);
+  }
+  return gap;
+}
+
+/**
+ * The Open vSwitch variant's line: its VMs' survival, the pings (the whole
+ * variant), and the vswitchd upgrade's own losses (guests' and the DHCP
+ * namespace's) and gap, the only step where loss is physical on the
+ * userspace datapath; `lost_outside_vswitchd` is every other loss.
+ */
+export function ovsSummaryLine(s: OvsSummaryInput, vswitchd?: { from: number; to: number }): string {
+  const vmSteps = s.results.reduce((n, r) => n + r.vmsOk, 0);
+  const census = s.results.reduce((n, r) => n + r.censusMismatches, 0);
+  const p = s.ping;
+  const inStep = p
+    ? (p.lossesByWindow[VSWITCHD_STEP] ?? 0) + (p.nsLossesByWindow[VSWITCHD_STEP] ?? 0)
+    : Number.NaN;
+  const outside = p ? p.lost + p.nsLost - inStep : Number.NaN;
+  const gap = p && vswitchd ? gapInWindow(p, vswitchd.from, vswitchd.to) : Number.NaN;
+  return (
+    `network=ovs ovs_vms_survived=${vmSteps}/${s.checked} census_mismatches=${census} shipped_set=${s.shippedSet} network_ok=${s.networkOk}/${s.steps} ` +
+    (p?.summary ?? 'vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan') +
+    ` vswitchd_upgrade_lost=${inStep} vswitchd_window_ms=${gap} lost_outside_vswitchd=${outside}`
+  );
+}

@@ -96,6 +96,16 @@ export async function readdirAsync(dir: string): Promise<string[]> {
   return readdir(dir).catch(() => []);
 }
 
+/** Where a network's ports are plugged on the host, as one L2 variant sees it. */
+export interface L2View {
+  /** The physnet's interface is on the network's bridge. */
+  readonly uplinkOk: boolean;
+  /** A port's device (tap, or qvo of a hybrid plug) is on the bridge its agent serves. */
+  readonly plugged: (p: Port) => boolean;
+  /** `bridge=... on_bridge=...` for the step's line. */
+  readonly line: string;
+}
+
 export interface NetCheckContext {
   readonly os: OpenStack;
   readonly network: string;
@@ -107,14 +117,28 @@ export interface NetCheckContext {
   readonly dhcpAgent: string;
   /** Every port id seen is added here (their taps are removed at the end). */
   readonly portIds: Set<string>;
+  /** The host's side of the variant (the Linux bridge's brq, or Open vSwitch's bridges). */
+  readonly l2: (network: string) => Promise<L2View>;
+}
+
+/** The Linux bridge variant: the network's brq bridge holds the physnet's veth and every port's tap. */
+export async function linuxBridgeL2(iface: string, network: string): Promise<L2View> {
+  const bridge = brqOf(network);
+  const bridged = new Set(await readdirAsync(`/sys/class/net/${bridge}/brif`));
+  return {
+    uplinkOk: bridged.has(iface),
+    plugged: (p) => bridged.has(`tap${p.id.slice(0, 11)}`),
+    line: `bridge=${bridge} on_bridge=${[...bridged].sort().join(',')}`,
+  };
 }
 
 /**
  * The network as Neutron and the host see it: the VMs' ports and the DHCP
- * port ACTIVE, each port's tap and the physnet's veth on the network's brq bridge, the qdhcp namespace in
- * the run's folder, and dnsmasq's hosts file (in the DHCP agent) naming each
- * VM's MAC and address. The leases dnsmasq handed out are counted (a guest
- * with a DHCP client leaves one each).
+ * port ACTIVE, each port plugged and the physnet's veth on its bridge (the
+ * variant's `l2`), the qdhcp namespace in the run's folder, and dnsmasq's
+ * hosts file (in the DHCP agent) naming each VM's MAC and address. The
+ * leases dnsmasq handed out are counted (a guest with a DHCP client leaves
+ * one each).
  */
 export async function networkCheck(c: NetCheckContext): Promise<{ failures: string[]; line: string }> {
   const failures: string[] = [];
@@ -126,12 +150,11 @@ export async function networkCheck(c: NetCheckContext): Promise<{ failures: stri
   const dhcp = ports.find((p) => p.device_owner === 'network:dhcp');
   if (vmPorts.length !== c.vms || vmPorts.some((p) => !p)) failures.push(`VM ports: ${vmPorts.length}`);
   if (!dhcp) failures.push('no DHCP port');
-  const bridge = brqOf(c.network);
-  const bridged = new Set(await readdirAsync(`/sys/class/net/${bridge}/brif`));
-  if (!bridged.has(c.hostNet.iface)) failures.push(`${c.hostNet.iface} not on ${bridge}`);
+  const l2 = await c.l2(c.network);
+  if (!l2.uplinkOk) failures.push(`${c.hostNet.iface} not on its bridge (${l2.line})`);
   for (const p of [...vmPorts, dhcp].filter((x): x is Port => !!x)) {
     if (p.status !== 'ACTIVE') failures.push(`port ${p.id} (${p.device_owner}) is ${p.status}`);
-    if (!bridged.has(`tap${p.id.slice(0, 11)}`)) failures.push(`tap of port ${p.id} not on ${bridge}`);
+    if (!l2.plugged(p)) failures.push(`port ${p.id} not plugged (${l2.line})`);
   }
   const ns = `qdhcp-${c.network}`;
   if (!(await readdirAsync(c.hostNet.netnsDir)).includes(ns))
@@ -152,7 +175,7 @@ export async function networkCheck(c: NetCheckContext): Promise<{ failures: stri
   const line =
     `network=${c.network} ports_active=${[...vmPorts, dhcp].filter((p) => p?.status === 'ACTIVE').length} ` +
     `addresses=${vmPorts.map((p) => p?.fixed_ips[0]?.ip_address).join(',')} dhcp_hosts=${hosts.split('\n').filter(Boolean).length} ` +
-    `dhcp_leases=${leaseCount} bridge=${bridge} on_bridge=${[...bridged].sort().join(',')}`;
+    `dhcp_leases=${leaseCount} ${l2.line}`;
   return { failures, line };
 }
 

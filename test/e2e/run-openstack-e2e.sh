@@ -3,16 +3,23 @@
 # docs/explanation/openstack-proof.md): builds or reuses the images and the guest (inside
 # the test; all cached by input hash), runs
 # test/integration/openstack-e2e.test.ts through vitest, and prints the total
-# time and the summary line LAST:
+# time and the summary lines LAST, one per network variant (SPCD_E2E_NETWORK=all,
+# the default: the Linux bridge variant, then the Open vSwitch one on the same
+# control plane; lb or ovs: that one alone). The Linux bridge line:
 #   openstack_vms_survived=K/N nova_managed_after=0|1 census_mismatches=M shipped_set=1 rabbit_outage_restarts=R dockerd_restart_vm_lost=D max_libvirt_window_s=X max_compute_up_s=Y compute_up_floor_s=F dockerd_compute_up_s=E network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L
 #   (T checked steps: 7 (5 with SPCD_E2E_LB_AGENT_STEPS=0), plus one per control container, plus the compute-set upgrade, plus the RabbitMQ outage, plus a dockerd restart with live-restore on (none with SPCD_E2E_DOCKERD_STEPS=0) and one with it off (none with SPCD_E2E_DOCKERD_OFF=0); N = 2 T)
+# The Open vSwitch line (test/e2e/openstack-ovs-steps.ts):
+#   network=ovs ovs_vms_survived=K/N census_mismatches=M shipped_set=1 network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L vswitchd_upgrade_lost=V vswitchd_window_ms=W lost_outside_vswitchd=O
+#   (T = 7 + the control containers restarted: neutron_server, the DHCP agent and RabbitMQ, every one with SPCD_E2E_OVS_CONTROL=all)
 # Exit status: vitest's (0 when every test passed), non-zero on any lost VM or lost ping packet
-# (between the VMs, or from the DHCP namespace to them).
+# (between the VMs, or from the DHCP namespace to them; in the Open vSwitch variant, outside
+# the two steps that replace vswitchd).
 # Environment: SPCD_E2E_CACHE (image/guest cache, default /var/cache/spcd-e2e),
 #   SPCD_E2E_FORCE=1 (rebuild the images and the guest),
 #   SPCD_E2E_LB_AGENT_STEPS=0 (leave out steps 6 and 7, the Linux bridge agent's),
 #   SPCD_E2E_DOCKERD_STEPS=0 (leave out steps 11 and 12, the restarts of dockerd),
-#   SPCD_E2E_DOCKERD_OFF=0 (leave out step 12, dockerd restarted with live-restore off).
+#   SPCD_E2E_DOCKERD_OFF=0 (leave out step 12, dockerd restarted with live-restore off),
+#   SPCD_E2E_NETWORK=all|lb|ovs (the network variants), SPCD_E2E_OVS_CONTROL=all.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 npm run build >/dev/null || exit 1
@@ -23,12 +30,20 @@ SPCD_E2E_SUMMARY="$summary" npx vitest run --project integration test/integratio
 rc=$?
 awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "e2e_openstack_wall_s=%.1f\n", b - a }'
 if [ -s "$summary" ]; then
-  tail -n 1 "$summary"
-  grep -q '^openstack_vms_survived=\([0-9]*\)/\1 nova_managed_after=1 census_mismatches=0 ' "$summary" || [ "$rc" != 0 ] || rc=1
-  grep -q ' vm_ping_lost=0 ' "$summary" || [ "$rc" != 0 ] || rc=1
-  grep -q ' shipped_set=1 ' "$summary" || [ "$rc" != 0 ] || rc=1
-  [ "${SPCD_E2E_DOCKERD_STEPS:-1}" = 0 ] || grep -q ' dockerd_restart_vm_lost=0 ' "$summary" || [ "$rc" != 0 ] || rc=1
-  grep -q ' ns_ping_lost=0\( \|$\)' "$summary" || [ "$rc" != 0 ] || rc=1
+  cat "$summary"
+  if grep -q '^openstack_vms_survived=' "$summary"; then
+    lb=$(grep '^openstack_vms_survived=' "$summary")
+    grep -q '^openstack_vms_survived=\([0-9]*\)/\1 nova_managed_after=1 census_mismatches=0 ' <<<"$lb" || [ "$rc" != 0 ] || rc=1
+    grep -q ' vm_ping_lost=0 ' <<<"$lb" || [ "$rc" != 0 ] || rc=1
+    grep -q ' shipped_set=1 ' <<<"$lb" || [ "$rc" != 0 ] || rc=1
+    [ "${SPCD_E2E_DOCKERD_STEPS:-1}" = 0 ] || grep -q ' dockerd_restart_vm_lost=0 ' <<<"$lb" || [ "$rc" != 0 ] || rc=1
+    grep -q ' ns_ping_lost=0\( \|$\)' <<<"$lb" || [ "$rc" != 0 ] || rc=1
+  fi
+  if grep -q '^network=ovs ' "$summary"; then
+    ovs=$(grep '^network=ovs ' "$summary")
+    grep -q ' ovs_vms_survived=\([0-9]*\)/\1 census_mismatches=0 shipped_set=1 ' <<<"$ovs" || [ "$rc" != 0 ] || rc=1
+    grep -q ' lost_outside_vswitchd=0\( \|$\)' <<<"$ovs" || [ "$rc" != 0 ] || rc=1
+  fi
 else
   # The test did not get as far as its summary (e.g. vitest could not start).
   echo "openstack_vms_survived=0/0 nova_managed_after=0 census_mismatches=0 shipped_set=0 rabbit_outage_restarts=nan dockerd_restart_vm_lost=nan max_libvirt_window_s=nan max_compute_up_s=nan compute_up_floor_s=nan dockerd_compute_up_s=nan vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan"

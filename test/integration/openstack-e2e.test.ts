@@ -60,7 +60,8 @@ import { pingReport, reportLines, VM_IPS, waitReplyAfter } from '../e2e/openstac
 import * as cs from '../e2e/openstack-control-steps.js';
 import { pingProcesses } from '../e2e/ns-ping.js';
 import { amongDeletes, portRevisions, waitPortsSetUpAgain } from '../e2e/openstack-vm-net.js';
-import { OpenStackE2eRun } from '../e2e/openstack-e2e-run.js';
+import { OpenStackE2eRun, type NetworkChoice } from '../e2e/openstack-e2e-run.js';
+import { ovsControl, ovsStepCount, ovsSteps } from '../e2e/openstack-ovs-steps.js';
 import { DOCKERD_STEP } from '../e2e/openstack-summary.js';
 import { rabbitOutage, type OutageResult } from '../e2e/openstack-outage-steps.js';
 import { DaemonConfig, dockerdRestart, type DockerdResult } from '../e2e/openstack-dockerd-steps.js';
@@ -104,6 +105,16 @@ const STEPS =
   (DOCKERD_STEPS ? 1 : 0) +
   (DOCKERD_OFF ? 1 : 0);
 const VMS = 2;
+/**
+ * The network variants (SPCD_E2E_NETWORK): `all` (the default) runs the
+ * Linux bridge variant's steps, then switches the compute host to the
+ * shipped Open vSwitch set on the same control plane and runs its steps
+ * (test/e2e/openstack-ovs-steps.ts); `lb` or `ovs` runs one.
+ */
+const NETWORK = (process.env.SPCD_E2E_NETWORK ?? 'all') as NetworkChoice;
+if (!['all', 'lb', 'ovs'].includes(NETWORK))
+  throw new Error(`SPCD_E2E_NETWORK=${NETWORK}: expected all, lb or ovs`);
+const OVS_CONTROL = ovsControl(CONTROL);
 const SPCD_ARGS = ['--templates', join(REPO, 'templates'), '--gate-deadline', '600s'];
 const T0 = Date.now();
 /**
@@ -122,8 +133,11 @@ const e2e = new OpenStackE2eRun({
   steps: STEPS,
   vms: VMS,
   t0: T0,
+  network: NETWORK,
+  ovsSteps: ovsStepCount(OVS_CONTROL),
 });
-const { name, ctl, actions, vms, windows, pingSources } = e2e;
+const { name, ctl, actions } = e2e;
+const { vms, windows, pingSources } = e2e.lb;
 const { upgrade, restart, killMidUpgrade } = actions;
 
 beforeAll(async () => {
@@ -136,7 +150,7 @@ afterAll(async () => {
   await e2e.tearDown();
 }, 600_000);
 
-describe.runIf(CONTROL_READY)(
+describe.runIf(CONTROL_READY && NETWORK !== 'ovs')(
   'Nova VMs survive spcd upgrading everything under them, and Nova still manages them',
   () => {
     /** One step: after it, every VM survived and the network is whole. */
@@ -153,7 +167,8 @@ describe.runIf(CONTROL_READY)(
      * was in; templates/neutron/ebtables-among-delete.j2).
      */
     const lbAgentStep = async (label: string, act: () => Promise<Acted>): Promise<void> => {
-      const { openstack: os, made } = e2e;
+      const { openstack: os } = e2e;
+      const { made } = e2e.lb;
       try {
         // Inside the step (its ping window): the new agent sets every port
         // up again, which is when it replaces each port's MAC rule.
@@ -287,10 +302,11 @@ describe.runIf(CONTROL_READY)(
       // Every loss before the last step's end is on the consoles once a reply after it came.
       const end = windows.at(-1)?.to ?? Date.now() / 1000;
       await waitReplyAfter(pingSources(), end, 60_000);
-      await e2e.nsPing!.waitReplyAfter(end, 60_000);
-      const nsStop = await e2e.nsPing!.stop();
-      const ping = pingReport(pingSources(), windows, e2e.nsPing!.directions(windows));
-      e2e.ping = ping;
+      const ns = e2e.lb.nsPing!;
+      await ns.waitReplyAfter(end, 60_000);
+      const nsStop = await ns.stop();
+      const ping = pingReport(pingSources(), windows, ns.directions(windows));
+      e2e.lb.ping = ping;
       for (const l of reportLines(ping)) console.log(l);
       expect(ping.restarts, 'a pinger started its sequence again (the guest restarted it)').toBe(0);
       expect(ping.sent).toBeGreaterThan(0);
@@ -336,3 +352,6 @@ describe.runIf(CONTROL_READY)(
     }, 1_200_000);
   },
 );
+
+if (CONTROL_READY && NETWORK !== 'lb')
+  ovsSteps(e2e, { switchFirst: NETWORK === 'all', control: OVS_CONTROL });

@@ -1,0 +1,140 @@
+/**
+ * The Open vSwitch variant's checked steps (docs/explanation/openstack-proof.md),
+ * registered by test/integration/openstack-e2e.test.ts after the Linux
+ * bridge variant's on the same control plane (or alone with
+ * SPCD_E2E_NETWORK=ovs). Every step goes through spcd's API, and after each
+ * the VMs' survival and the network are checked as in the Linux bridge
+ * variant:
+ *   1. restart nova_libvirt;  2. upgrade nova_compute;
+ *   3. upgrade neutron_openvswitch_agent;
+ *   4. SIGKILL spcd in the middle of the agent's upgrade, start it again;
+ *   5. restart the control containers Open vSwitch's ports depend on
+ *      (neutron_server, the DHCP agent, RabbitMQ; every control container
+ *      with SPCD_E2E_OVS_CONTROL=all);
+ *   6. upgrade openvswitch_db (OVSDB's database and every port kept);
+ *   7. upgrade openvswitch_vswitchd (the flows saved at the stop and back
+ *      before forwarding resumes: the only step where the userspace datapath
+ *      loses packets, the forwarding process itself being replaced);
+ *   8. upgrade the whole compute set (vswitchd among its members).
+ * Then every ping packet is counted, each loss placed in its step: none may
+ * be lost outside the two steps that replace vswitchd.
+ */
+import { describe, expect, it } from 'vitest';
+import { pingProcesses } from './ns-ping.js';
+import type { OpenStackE2eRun } from './openstack-e2e-run.js';
+import * as cs from './openstack-control-steps.js';
+import { pingReport, reportLines, VM_IPS, waitReplyAfter } from './openstack-ping.js';
+import { VSWITCHD_STEP } from './openstack-summary.js';
+import type { Acted } from './openstack-steps.js';
+import { OVS_COMPUTE_SET } from './openstack-ovs.js';
+
+/** The steps where vswitchd itself is replaced: loss there is physical on the userspace datapath. */
+export const VSWITCHD_STEPS = [VSWITCHD_STEP, 'ovs-compute-set-upgrade'] as const;
+/** Step 5's containers in CI: the ones the variant's ports depend on. */
+const OVS_CONTROL_DEFAULT = ['neutron_server', 'neutron_dhcp_agent', 'rabbitmq'];
+
+export interface OvsStepOptions {
+  /** The Linux bridge variant ran first: switch to Open vSwitch on its control plane. */
+  readonly switchFirst: boolean;
+  /** Every control container (step 5), or the default three. */
+  readonly control: readonly string[];
+}
+
+/** Step 5's containers: every one of `all` with SPCD_E2E_OVS_CONTROL=all, else the default three. */
+export function ovsControl(all: readonly string[]): string[] {
+  return process.env.SPCD_E2E_OVS_CONTROL === 'all'
+    ? [...all]
+    : OVS_CONTROL_DEFAULT.filter((c) => all.includes(c));
+}
+
+/** Checked steps of the variant (the summary's network_ok denominator). */
+export function ovsStepCount(control: readonly string[]): number {
+  return 7 + control.length;
+}
+
+/** Registers the variant's describe block on `e2e`. */
+export function ovsSteps(e2e: OpenStackE2eRun, o: OvsStepOptions): void {
+  const { name, ctl, actions } = e2e;
+  const { upgrade, restart, killMidUpgrade } = actions;
+  const v = e2e.ovs;
+  const step = async (label: string, act: () => Promise<Acted>): Promise<void> => {
+    const r = await v.step(label, act);
+    expect(r.failures, r.failures.join('; ')).toEqual([]);
+    expect(r.vmsOk).toBe(2);
+  };
+  /** The container's running image plus one label: a new image for each upgrade. */
+  const next = async (svc: string, suffix: string): Promise<string> =>
+    cs.labelledImage((await ctl.api().container(name(svc))).image, suffix);
+  /** An upgrade of `svc` to its running image plus a label, as one checked step. */
+  const upgradeStep = async (label: string, svc: string): Promise<void> => {
+    const image = await next(svc, 'ovs');
+    await step(label, () => upgrade(name(svc), image));
+  };
+
+  describe('Open vSwitch: the shipped compute set, every lost packet counted', () => {
+    it.runIf(o.switchFirst)(
+      'switch the compute host to the shipped Open vSwitch set, two VMs on it',
+      () => e2e.switchToOvs(),
+      1_800_000,
+    );
+    it(
+      '1: restart nova_libvirt',
+      () => step('ovs-libvirt-restart', () => restart(name('nova_libvirt'))),
+      1_200_000,
+    );
+    it('2: upgrade nova_compute', () => upgradeStep('ovs-compute-upgrade', 'nova_compute'), 1_200_000);
+    it(
+      '3: upgrade neutron_openvswitch_agent',
+      () => upgradeStep('ovs-agent-upgrade', 'neutron_openvswitch_agent'),
+      1_200_000,
+    );
+    it('4: SIGKILL spcd mid agent upgrade, start it again', async () => {
+      const image = await next('neutron_openvswitch_agent', 'killed');
+      await step('ovs-agent-upgrade-spcd-killed', () =>
+        killMidUpgrade(name('neutron_openvswitch_agent'), image),
+      );
+    }, 1_200_000);
+    it(
+      '5: restart control containers, each until spcd reports it healthy',
+      async () => {
+        for (const c of o.control)
+          await step(`ovs-control-restart-${c}`, () =>
+            cs.restartControl(ctl, actions, e2e.openstack, name(c), c),
+          );
+      },
+      Math.max(1, o.control.length) * 1_200_000,
+    );
+    it('6: upgrade openvswitch_db', () => upgradeStep('ovs-db-upgrade', 'openvswitch_db'), 1_200_000);
+    it(
+      '7: upgrade openvswitch_vswitchd',
+      () => upgradeStep(VSWITCHD_STEP, 'openvswitch_vswitchd'),
+      1_200_000,
+    );
+    it('8: upgrade the whole compute set', async () => {
+      const { set, containers } = cs.setMembers(OVS_COMPUTE_SET);
+      const images = await cs.setTargets(ctl, containers.map(name), 'ovsset');
+      await step('ovs-compute-set-upgrade', () => cs.upgradeSet(ctl, set, images));
+    }, 2_400_000);
+
+    it('no packet lost outside the vswitchd steps, each direction counted in its guest and from the DHCP namespace', async () => {
+      const end = v.windows.at(-1)?.to ?? Date.now() / 1000;
+      await waitReplyAfter(v.pingSources(), end, 60_000);
+      await v.nsPing!.waitReplyAfter(end, 60_000);
+      const nsStop = await v.nsPing!.stop();
+      const ping = pingReport(v.pingSources(), v.windows, v.nsPing!.directions(v.windows));
+      v.ping = ping;
+      for (const l of reportLines(ping)) console.log(`ovs ${l}`);
+      const lossy = (byWindow: Readonly<Record<string, number>>): number =>
+        Object.entries(byWindow)
+          .filter(([w]) => !(VSWITCHD_STEPS as readonly string[]).includes(w))
+          .reduce((n, [, l]) => n + l, 0);
+      expect(ping.restarts, 'a pinger started its sequence again').toBe(0);
+      expect(ping.sent).toBeGreaterThan(0);
+      expect(ping.nsSent).toBeGreaterThan(0);
+      expect(lossy(ping.lossesByWindow), ping.stepLines.join('\n')).toBe(0);
+      expect(lossy(ping.nsLossesByWindow), ping.stepLines.join('\n')).toBe(0);
+      expect(nsStop.left, 'a namespace pinger outlived its stop').toEqual([]);
+      expect(pingProcesses(VM_IPS)).toEqual([]);
+    }, 180_000);
+  });
+}
