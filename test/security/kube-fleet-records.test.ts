@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeClient } from '../../agent/kube/client.js';
+import { FleetSlots, SLOT_LABEL } from '../../agent/kube/fleet-slots.js';
+import { silentLogger } from '../../agent/log.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { FakeKubeServer } from '../support/kube-server.js';
+
+/**
+ * Attacks on the rollout's shared records in Kubernetes by one node (its
+ * service account writes Leases in spcd's namespace): a slot held for ever
+ * by a renewTime in the future. The in-test API
+ * server, spcd's own backend through the real client-node; the Kubernetes
+ * counterpart of etcd-fleet-records.test.ts.
+ */
+const NS = 'spcd-system';
+const log = silentLogger();
+const server = new FakeKubeServer();
+const api = (): KubeClient => new KubeClient(server.kubeConfig(NS).kc, { callTimeoutMs: 15_000 });
+
+beforeAll(() => server.start());
+afterAll(() => server.stop());
+
+const lease = (name: string, extra: { labels?: object; annotations?: object; spec?: object }) =>
+  server.put('leases', NS, {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: { name, namespace: NS, labels: extra.labels, annotations: extra.annotations },
+    spec: extra.spec ?? {},
+  });
+
+describe("a node's forged fleet records over Kubernetes", () => {
+  it('a renewTime in the future holds a slot one lease duration after it is seen, not for ever', async () => {
+    const clock = new FakeClock();
+    const prefix = 'future-slot-';
+    // node-b (every node may write every slot Lease) claims the one slot until the year 2099
+    lease(`${prefix}0`, {
+      labels: { [SLOT_LABEL]: 'true' },
+      spec: {
+        holderIdentity: 'node-b',
+        leaseDurationSeconds: 1_000_000_000,
+        acquireTime: '2099-01-01T00:00:00.000000Z',
+        renewTime: '2099-01-01T00:00:00.000000Z',
+      },
+    });
+    const slots = new FleetSlots(
+      { api: api(), namespace: NS, holder: 'node-a', clock, log },
+      { slots: 1, leaseDurationSeconds: 30, prefix },
+    );
+    expect(await slots.acquire()).toBeUndefined(); // seen now: held, as a live holder's would be
+    clock.advance(29_999);
+    expect(await slots.acquire()).toBeUndefined();
+    clock.advance(2); // the record has not changed for 30 s by node-a's clock
+    const h = await slots.acquire();
+    expect(h?.name).toBe(`${prefix}0`);
+    expect(server.get('leases', NS, `${prefix}0`)?.spec).toMatchObject({ holderIdentity: 'node-a' });
+  });
+});
