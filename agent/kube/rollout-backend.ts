@@ -9,7 +9,7 @@
  * Leases only: the Role already grants them, and they are small to list.
  */
 import { V1MicroTime, type V1Lease } from '@kubernetes/client-node';
-import { isSpcdError, type SpcdError } from '../errors.js';
+import { SpcdError, isSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { DesiredDocument, RolloutBackend } from '../rollout/backend.js';
@@ -96,7 +96,20 @@ export class KubeRolloutBackend implements RolloutBackend {
 
   async readLedger(): Promise<{ ledger: Ledger | undefined; version: string | undefined }> {
     const lease = await this.readOrNone(LEDGER_LEASE);
-    return { ledger: ledgerFrom(lease), version: lease?.metadata?.resourceVersion };
+    const ledger = ledgerFrom(lease);
+    // A ledger Lease that is there but holds no ledger is not "nothing written": a forged or
+    // broken one must not reset the canaries and the failures it should hold.
+    if (lease && !ledger)
+      throw new SpcdError(
+        'FLEET_RECORD_INVALID',
+        `Lease ${this.d.namespace}/${LEDGER_LEASE} holds no rollout ledger spcd wrote (annotation ${LEDGER_ANNOTATION}); no node goes on until it is fixed or deleted`,
+        {
+          lease: LEDGER_LEASE,
+          namespace: this.d.namespace,
+          resourceVersion: lease.metadata?.resourceVersion,
+        },
+      );
+    return { ledger, version: lease?.metadata?.resourceVersion };
   }
 
   async writeLedger(ledger: Ledger, version: string | undefined): Promise<boolean> {

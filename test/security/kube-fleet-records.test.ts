@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient } from '../../agent/kube/client.js';
 import { FleetSlots, SLOT_LABEL } from '../../agent/kube/fleet-slots.js';
+import { KubeRolloutBackend, LEDGER_ANNOTATION, LEDGER_LEASE } from '../../agent/kube/rollout-backend.js';
 import { silentLogger } from '../../agent/log.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakeKubeServer } from '../support/kube-server.js';
@@ -8,7 +9,8 @@ import { FakeKubeServer } from '../support/kube-server.js';
 /**
  * Attacks on the rollout's shared records in Kubernetes by one node (its
  * service account writes Leases in spcd's namespace): a slot held for ever
- * by a renewTime in the future. The in-test API
+ * by a renewTime in the future, and a ledger forged so that it reads as
+ * empty (the canaries and failures it holds forgotten). The in-test API
  * server, spcd's own backend through the real client-node; the Kubernetes
  * counterpart of etcd-fleet-records.test.ts.
  */
@@ -19,6 +21,17 @@ const api = (): KubeClient => new KubeClient(server.kubeConfig(NS).kc, { callTim
 
 beforeAll(() => server.start());
 afterAll(() => server.stop());
+
+const backendOf = (node: string, clock: FakeClock): KubeRolloutBackend =>
+  new KubeRolloutBackend({
+    api: api(),
+    namespace: NS,
+    node,
+    configMap: 'spcd-desired',
+    leaseDurationSeconds: 30,
+    clock,
+    log,
+  });
 
 const lease = (name: string, extra: { labels?: object; annotations?: object; spec?: object }) =>
   server.put('leases', NS, {
@@ -53,5 +66,24 @@ describe("a node's forged fleet records over Kubernetes", () => {
     const h = await slots.acquire();
     expect(h?.name).toBe(`${prefix}0`);
     expect(server.get('leases', NS, `${prefix}0`)?.spec).toMatchObject({ holderIdentity: 'node-a' });
+  });
+
+  it('a malformed ledger is an error, not an empty ledger', async () => {
+    const backend = backendOf('node-a', new FakeClock());
+    const forged = [
+      '{"rollout":"r1","canaries":', // not JSON
+      JSON.stringify({ rollout: 'r1' }), // not a ledger
+      undefined, // the annotation removed: the Lease is there, the ledger is not
+    ];
+    for (const text of forged) {
+      lease(LEDGER_LEASE, { annotations: text === undefined ? undefined : { [LEDGER_ANNOTATION]: text } });
+      await expect(backend.readLedger()).rejects.toMatchObject({
+        code: 'FLEET_RECORD_INVALID',
+        details: { lease: LEDGER_LEASE, namespace: NS },
+      });
+    }
+    // absent is "nothing written yet", as before
+    server.remove('leases', NS, LEDGER_LEASE);
+    await expect(backend.readLedger()).resolves.toEqual({ ledger: undefined, version: undefined });
   });
 });
