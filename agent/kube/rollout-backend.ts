@@ -53,6 +53,22 @@ export function phaseFrom(lease: V1Lease | undefined): PhaseReport | undefined {
   return phaseFromJson(lease?.metadata?.annotations?.[PHASE_ANNOTATION]);
 }
 
+/**
+ * The reports that count toward the fleet size: one per phase Lease that is
+ * consistent with its own node (its name is that node's phase Lease name,
+ * and its holderIdentity and its report name the same node). Over etcd a
+ * report counts only under its own node's key; here the Lease name is the
+ * key. A slot Lease labelled as a phase, or a node's Lease speaking for
+ * another node, counts for nobody.
+ */
+export function fleetPhases(leases: readonly V1Lease[]): PhaseReport[] {
+  return leases.flatMap((l) => {
+    const p = phaseFrom(l);
+    const own = p && l.metadata?.name === phaseLeaseName(p.node) && l.spec?.holderIdentity === p.node;
+    return own ? [p] : [];
+  });
+}
+
 export class KubeRolloutBackend implements RolloutBackend {
   private readonly slots = new Map<number, FleetSlots>();
   private myPhase: V1Lease | undefined;
@@ -172,7 +188,7 @@ export class KubeRolloutBackend implements RolloutBackend {
 
   async listPhases(): Promise<PhaseReport[]> {
     const list = await this.d.api.listLeases(this.d.namespace, `${PHASE_LABEL}=true`);
-    return list.items.map(phaseFrom).filter((p): p is PhaseReport => p !== undefined);
+    return fleetPhases(list.items);
   }
 
   withSlot<T>(maxConcurrent: number, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {

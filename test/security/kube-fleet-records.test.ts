@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient } from '../../agent/kube/client.js';
 import { FleetSlots, SLOT_LABEL } from '../../agent/kube/fleet-slots.js';
-import { KubeRolloutBackend, LEDGER_ANNOTATION, LEDGER_LEASE } from '../../agent/kube/rollout-backend.js';
+import {
+  KubeRolloutBackend,
+  LEDGER_ANNOTATION,
+  LEDGER_LEASE,
+  PHASE_ANNOTATION,
+  PHASE_LABEL,
+  phaseLeaseName,
+} from '../../agent/kube/rollout-backend.js';
 import { silentLogger } from '../../agent/log.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakeKubeServer } from '../support/kube-server.js';
@@ -9,8 +16,9 @@ import { FakeKubeServer } from '../support/kube-server.js';
 /**
  * Attacks on the rollout's shared records in Kubernetes by one node (its
  * service account writes Leases in spcd's namespace): a slot held for ever
- * by a renewTime in the future, and a ledger forged so that it reads as
- * empty (the canaries and failures it holds forgotten). The in-test API
+ * by a renewTime in the future, a ledger forged so that it reads as empty
+ * (the canaries and failures it holds forgotten), and phase Leases that
+ * inflate the fleet size a failure percentage is taken of. The in-test API
  * server, spcd's own backend through the real client-node; the Kubernetes
  * counterpart of etcd-fleet-records.test.ts.
  */
@@ -85,5 +93,25 @@ describe("a node's forged fleet records over Kubernetes", () => {
     // absent is "nothing written yet", as before
     server.remove('leases', NS, LEDGER_LEASE);
     await expect(backend.readLedger()).resolves.toEqual({ ledger: undefined, version: undefined });
+  });
+
+  it('a phase Lease counts toward the fleet size only when it is consistent with its own node', async () => {
+    const backend = backendOf('node-a', new FakeClock());
+    /** A Lease labelled as a phase, named `name`, held by `holder`, reporting for `node`. */
+    const phaseAs = (name: string, holder: string, node: string) =>
+      lease(name, {
+        labels: { [PHASE_LABEL]: 'true' },
+        annotations: {
+          [PHASE_ANNOTATION]: JSON.stringify({ node, rollout: 'r1', phase: 'done', since: 0 }),
+        },
+        spec: { holderIdentity: holder },
+      });
+    await backend.writePhase({ node: 'node-a', rollout: 'r1', phase: 'done', since: 0 });
+    phaseAs(phaseLeaseName('node-b'), 'node-b', 'ghost-1'); // node-b's own Lease, speaking for a node that does not exist
+    phaseAs(phaseLeaseName('ghost-2'), 'node-b', 'ghost-2'); // a ghost's Lease whose holder is node-b
+    phaseAs('spcd-upgrade-slot-0', 'ghost-3', 'ghost-3'); // a slot Lease (every node writes them) made a phase
+    phaseAs(phaseLeaseName('node-c'), 'node-c', 'node-c'); // a consistent report of another node counts
+    const nodes = (await backend.listPhases()).map((p) => p.node).sort();
+    expect(nodes).toEqual(['node-a', 'node-c']);
   });
 });
