@@ -59,7 +59,8 @@ export function phaseFrom(lease: V1Lease | undefined): PhaseReport | undefined {
  * and its holderIdentity and its report name the same node). Over etcd a
  * report counts only under its own node's key; here the Lease name is the
  * key. A slot Lease labelled as a phase, or a node's Lease speaking for
- * another node, counts for nobody.
+ * another node, counts for nobody; the admission policy spcd-own-leases
+ * (deploy/kubernetes/) lets a node write no phase Lease but its own.
  */
 export function fleetPhases(leases: readonly V1Lease[]): PhaseReport[] {
   return leases.flatMap((l) => {
