@@ -151,7 +151,7 @@ export const ERRORS = {
   FLEET_RECORD_INVALID: {
     status: 502,
     summary:
-      'A fleet record in etcd (the rollout ledger) is not one spcd wrote: the node takes no further step of the rollout until it is fixed.',
+      'A fleet record in etcd or Kubernetes (the rollout ledger) is not one spcd wrote: the node takes no further step of the rollout until it is fixed.',
   },
   ETCD_UNAVAILABLE: {
     status: 503,

@@ -32,14 +32,14 @@ export const KUBE_CALLS = {
     group: '',
     resource: 'nodes',
     scope: 'cluster',
-    why: 'NodeReporter: spcd.openstack.org/* annotations (merge patch)',
+    why: 'NodeReporter: spcd.openstack.org/* annotations of its own Node (merge patch; policy spcd-own-node)',
   },
   patchNodeStatus: {
     verb: 'patch',
     group: '',
     resource: 'nodes/status',
     scope: 'cluster',
-    why: 'NodeReporter: the SpcdComputeHealthy condition (strategic merge on type)',
+    why: 'NodeReporter: the SpcdComputeHealthy condition of its own Node (strategic merge on type; policy spcd-own-node)',
   },
   createEvent: {
     verb: 'create',

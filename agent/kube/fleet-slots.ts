@@ -1,8 +1,9 @@
 /**
  * FleetSlots: at most N nodes upgrade at once. Each slot is a Lease
  * `<prefix><i>` in coordination.k8s.io/v1; a node holds a slot while its
- * holderIdentity is the node's name and renewTime + leaseDurationSeconds is in
- * the future. Slots change hands only through the API server's optimistic
+ * holderIdentity is the node's name and the Lease's record has changed
+ * within the lease duration, as the observing node's own clock measures it
+ * (lease-observer.ts: renewTime is never read as a time). Slots change hands only through the API server's optimistic
  * concurrency: create (409 AlreadyExists = someone else made it) and update
  * with the resourceVersion we read (409 Conflict = we lost the race).
  *
@@ -23,6 +24,7 @@ import { SpcdError, isSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { KubeApi, WatchEventType, WatchHandle } from './client.js';
+import { LeaseObserver } from './lease-observer.js';
 import { fromMicroTime } from './lease-time.js';
 import {
   CONCERNS_PREFIX,
@@ -98,6 +100,7 @@ export class FleetSlots {
   readonly renewIntervalMs: number;
   private readonly prefix: string;
   private readonly random: () => number;
+  private readonly observer: LeaseObserver;
 
   constructor(
     private readonly deps: FleetSlotsDeps,
@@ -112,6 +115,7 @@ export class FleetSlots {
     this.renewIntervalMs = opts.renewIntervalMs ?? Math.floor((opts.leaseDurationSeconds * 1000) / 3);
     this.prefix = opts.prefix ?? 'spcd-upgrade-slot-';
     this.random = deps.random ?? Math.random;
+    this.observer = new LeaseObserver(deps.clock, opts.leaseDurationSeconds);
   }
 
   /** This node's name, as it appears in holderIdentity and in queues. */
@@ -123,14 +127,13 @@ export class FleetSlots {
     return `${this.prefix}${i}`;
   }
 
-  /** When a lease stops counting as held, by this node's clock; undefined when free. */
+  /**
+   * When a lease stops counting as held, by this node's clock (the time it
+   * saw the lease's record change, plus the duration: lease-observer.ts);
+   * undefined when free.
+   */
   expiresAt(lease: V1Lease): number | undefined {
-    const holder = lease.spec?.holderIdentity;
-    if (!holder) return undefined;
-    const renewed = fromMicroTime(lease.spec?.renewTime) ?? fromMicroTime(lease.spec?.acquireTime);
-    if (renewed === undefined) return undefined;
-    const dur = lease.spec?.leaseDurationSeconds ?? this.leaseDurationSeconds;
-    return renewed + dur * 1000;
+    return this.observer.expiresAt(lease);
   }
 
   private isHeldByOther(lease: V1Lease, now: number): boolean {

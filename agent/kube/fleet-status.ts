@@ -6,13 +6,12 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { isSpcdError } from '../errors.js';
-import type { PhaseReport } from '../rollout/decide.js';
 import { fleetView, type FleetStatus } from '../rollout/fleet-view.js';
 import { KubeClient } from './client.js';
 import { parseDesired } from './desired-watcher.js';
 import { SLOT_LABEL } from './fleet-slots.js';
 import { fromMicroTime } from './lease-time.js';
-import { LEDGER_LEASE, PHASE_LABEL, ledgerFrom, phaseFrom } from './rollout-backend.js';
+import { LEDGER_LEASE, PHASE_LABEL, fleetPhases, ledgerFrom } from './rollout-backend.js';
 
 export type { FleetStatus } from '../rollout/fleet-view.js';
 
@@ -42,7 +41,7 @@ export async function readFleetStatus(opts: {
       {
         desired: cm ? parseDesired(cm) : undefined, // throws SPEC_INVALID / SPEC_YAML naming the key
         ledger: ledgerFrom(ledgerLease),
-        phases: phaseList.items.map(phaseFrom).filter((p): p is PhaseReport => p !== undefined),
+        phases: fleetPhases(phaseList.items), // as the nodes count them
         slots: slotList.items.map((l) => ({
           name: l.metadata?.name ?? '',
           holder: l.spec?.holderIdentity || null,

@@ -9,7 +9,7 @@
  * Leases only: the Role already grants them, and they are small to list.
  */
 import { V1MicroTime, type V1Lease } from '@kubernetes/client-node';
-import { isSpcdError, type SpcdError } from '../errors.js';
+import { SpcdError, isSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { DesiredDocument, RolloutBackend } from '../rollout/backend.js';
@@ -51,6 +51,23 @@ export function ledgerFrom(lease: V1Lease | undefined): Ledger | undefined {
 /** A node's report from its phase Lease; undefined when absent or unreadable. */
 export function phaseFrom(lease: V1Lease | undefined): PhaseReport | undefined {
   return phaseFromJson(lease?.metadata?.annotations?.[PHASE_ANNOTATION]);
+}
+
+/**
+ * The reports that count toward the fleet size: one per phase Lease that is
+ * consistent with its own node (its name is that node's phase Lease name,
+ * and its holderIdentity and its report name the same node). Over etcd a
+ * report counts only under its own node's key; here the Lease name is the
+ * key. A slot Lease labelled as a phase, or a node's Lease speaking for
+ * another node, counts for nobody; the admission policy spcd-own-leases
+ * (deploy/kubernetes/) lets a node write no phase Lease but its own.
+ */
+export function fleetPhases(leases: readonly V1Lease[]): PhaseReport[] {
+  return leases.flatMap((l) => {
+    const p = phaseFrom(l);
+    const own = p && l.metadata?.name === phaseLeaseName(p.node) && l.spec?.holderIdentity === p.node;
+    return own ? [p] : [];
+  });
 }
 
 export class KubeRolloutBackend implements RolloutBackend {
@@ -96,7 +113,20 @@ export class KubeRolloutBackend implements RolloutBackend {
 
   async readLedger(): Promise<{ ledger: Ledger | undefined; version: string | undefined }> {
     const lease = await this.readOrNone(LEDGER_LEASE);
-    return { ledger: ledgerFrom(lease), version: lease?.metadata?.resourceVersion };
+    const ledger = ledgerFrom(lease);
+    // A ledger Lease that is there but holds no ledger is not "nothing written": a forged or
+    // broken one must not reset the canaries and the failures it should hold.
+    if (lease && !ledger)
+      throw new SpcdError(
+        'FLEET_RECORD_INVALID',
+        `Lease ${this.d.namespace}/${LEDGER_LEASE} holds no rollout ledger spcd wrote (annotation ${LEDGER_ANNOTATION}); no node goes on until it is fixed or deleted`,
+        {
+          lease: LEDGER_LEASE,
+          namespace: this.d.namespace,
+          resourceVersion: lease.metadata?.resourceVersion,
+        },
+      );
+    return { ledger, version: lease?.metadata?.resourceVersion };
   }
 
   async writeLedger(ledger: Ledger, version: string | undefined): Promise<boolean> {
@@ -159,7 +189,7 @@ export class KubeRolloutBackend implements RolloutBackend {
 
   async listPhases(): Promise<PhaseReport[]> {
     const list = await this.d.api.listLeases(this.d.namespace, `${PHASE_LABEL}=true`);
-    return list.items.map(phaseFrom).filter((p): p is PhaseReport => p !== undefined);
+    return fleetPhases(list.items);
   }
 
   withSlot<T>(maxConcurrent: number, signal: AbortSignal, fn: () => Promise<T>): Promise<T> {

@@ -7,8 +7,8 @@
  *   holder, it holds the slot, with no write of its own. One write per turn,
  *   one node woken, and the API server sends each waiter nothing else;
  * - it watches, the same way, the slot whose queue it heads, for the holder's
- *   expiry: at renewTime + duration (a timer, on this node's clock) it takes
- *   the slot over;
+ *   expiry: once the holder's record has not changed for a lease duration (a
+ *   timer, on this node's clock: lease-observer.ts) it takes the slot over;
  * - a slot free with nobody queued (released before anyone queued, or
  *   deleted) is taken after a random delay in [0, wakeSpreadMs), doubled per 409.
  * A write refused with 409 (someone else wrote the slot first) reads the slot

@@ -46,7 +46,8 @@ describe('fleet slot queues over Leases (real client-node, in-test API server, f
     let taken = false;
     got = waiter(clock, mk, 'node-x', 0);
     void got.then(() => (taken = true));
-    await waitFor('node-x watching', () => watches() > 0);
+    // queued (so it has seen the slot): expiry counts from when node-x saw the holder's record
+    await waitFor('node-x queued', () => queueOf(lease(`${prefix}0`) as never).includes('node-x'));
     // just short of expiry no timer is due: node-x has nothing to do, and does nothing
     const fired = clock.fired;
     clock.advance(29_990);

@@ -1,5 +1,3 @@
-import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import yaml from 'js-yaml';
 import {
   V1ClusterRole,
@@ -10,23 +8,17 @@ import {
   V1Role,
   V1RoleBinding,
   V1ServiceAccount,
+  V1ValidatingAdmissionPolicy,
+  V1ValidatingAdmissionPolicyBinding,
   dumpYaml,
-  loadAllYaml,
-  type KubernetesObject,
   type V1PolicyRule,
 } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { KUBE_CALLS } from '../../agent/kube/calls.js';
+import { manifestsOfKind as find, rawManifests, typedManifests } from '../support/kube-manifests.js';
 
-const DIR = join(import.meta.dirname, '../../deploy/kubernetes');
-const files = readdirSync(DIR)
-  .filter((f) => f.endsWith('.yaml'))
-  .sort();
-const raw = files.flatMap(
-  (f) => yaml.loadAll(readFileSync(join(DIR, f), 'utf8')) as Record<string, unknown>[],
-);
-const typed = files.flatMap((f) => loadAllYaml(readFileSync(join(DIR, f), 'utf8')) as KubernetesObject[]);
-const find = <T>(kind: string): T[] => typed.filter((o) => o.kind === kind) as T[];
+const raw = rawManifests();
+const typed = typedManifests();
 
 describe('deploy/kubernetes manifests', () => {
   it('every document deserializes into its client-node type', () => {
@@ -39,6 +31,8 @@ describe('deploy/kubernetes manifests', () => {
       RoleBinding: V1RoleBinding,
       ConfigMap: V1ConfigMap,
       DaemonSet: V1DaemonSet,
+      ValidatingAdmissionPolicy: V1ValidatingAdmissionPolicy,
+      ValidatingAdmissionPolicyBinding: V1ValidatingAdmissionPolicyBinding,
     };
     expect(typed.length).toBe(raw.length);
     for (const o of typed) {
