@@ -24,11 +24,11 @@ import {
  * host's loopback, as on a host), nothing of the checkout inside. `dpkg -i`
  * the package: spcd is enabled and started by the package itself; the
  * shipped demo set, copied up as an operator would, with this host's
- * overrides (demo-host.ts), runs; an upgrade of demo_ovs_agent is started and
- * the package is upgraded to a newer build while it is in flight: spcd is
- * restarted by the package, the upgrade finishes, and no other container
- * restarts; `dpkg -r` stops spcd and leaves the containers running; `dpkg -P`
- * removes spcd's state and config, the containers still run.
+ * overrides (demo-host.ts), runs; the newer build is unpacked, an upgrade of
+ * demo_ovs_agent is started, and the package is configured while it is in
+ * flight: spcd is restarted by the package, the upgrade finishes, no other
+ * container restarts; `dpkg -r` stops spcd and leaves the containers running;
+ * `dpkg -P` removes spcd's state and config, the containers still run.
  *
  * The two packages come from the environment (test/e2e/run-install-e2e.sh
  * builds them): SPCD_INSTALL_DEB (installed first) and SPCD_INSTALL_DEB_NEXT
@@ -191,14 +191,19 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
     const spcdPid = (await inBox('systemctl show spcd -p MainPID --value')).trim();
     // an operator's edit of a conffile, kept by the upgrade (as the removed compute.yaml)
     await inBox("echo '# edited by the operator' >> /etc/spcd/overrides.yaml");
-    // The new generation's gate takes GATE_SECONDS (its check, demo-host.ts):
-    // the package's restart of spcd comes inside it.
+    // As apt does it: the new files unpacked first, the old spcd still
+    // running; then configured, when postinst restarts spcd. The container
+    // upgrade starts in between, and its new generation's gate takes
+    // GATE_SECONDS (its check, demo-host.ts): the restart comes inside it.
+    await inBox(`dpkg --unpack /debs/next/${basename(NEXT!)} 2>&1`, 300_000);
+    expect((await inBox('systemctl show spcd -p MainPID --value')).trim()).toBe(spcdPid);
     await spcctl(`upgrade ${UPGRADED} --image spcd-demo/service:2`);
     const upgradeAt = Date.now();
     expect(await spcctl(`generations ${UPGRADED}`)).not.toMatch(/current\s+spcd-demo\/service:2/);
-    const t0 = Date.now();
-    await inBox(`dpkg -i /debs/next/${basename(NEXT!)} 2>&1`, 300_000);
-    process.stdout.write(`package upgrade: dpkg -i took ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+    await inBox('dpkg --configure spcd 2>&1', 300_000);
+    process.stdout.write(
+      `package upgrade: configured ${((Date.now() - upgradeAt) / 1000).toFixed(1)} s into the upgrade\n`,
+    );
     await waitFor('spcd active again', active, { timeoutMs: 120_000 });
     expect((await inBox('systemctl show spcd -p MainPID --value')).trim()).not.toBe(spcdPid);
     expect(await inBox("dpkg-query -W -f '${Version}' spcd")).toMatch(/\+/);
