@@ -51,14 +51,14 @@ const spcctl = (args: string): Promise<string> => inBox(`spcctl ${args}`);
 const active = async (): Promise<boolean> =>
   (await inBox('systemctl is-active spcd || true')).trim() === 'active';
 
-/** Every demo container healthy, each check passed twice in a row under the spcd running now. */
-async function settled(): Promise<boolean> {
+/** Every demo container healthy, each check passed `times` in a row under the spcd running now. */
+async function settled(times: number): Promise<boolean> {
   for (const name of DEMO) {
     const h = JSON.parse(await spcctl(`health ${name} -o json`)) as {
       status: string;
       checks: { consecutiveSuccesses: number }[];
     };
-    if (h.status !== 'healthy' || h.checks.some((c) => c.consecutiveSuccesses < 2)) return false;
+    if (h.status !== 'healthy' || h.checks.some((c) => c.consecutiveSuccesses < times)) return false;
   }
   return true;
 }
@@ -177,7 +177,7 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
         timeoutMs: 90_000,
       });
     }
-    await waitFor('the demo set healthy', settled, { timeoutMs: 120_000 });
+    await waitFor('the demo set healthy', () => settled(1), { timeoutMs: 120_000 });
     // demo_compute answers on the host's port, as the demo's README shows
     const page = await fetch(`http://127.0.0.1:${DEMO_PORT}/`);
     expect((await page.text()).trim()).toBe('version=1');
@@ -218,7 +218,7 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
     const upgraded = new Map([[UPGRADED, (await snapshot()).get(UPGRADED)!]]);
     // the new spcd has watched every container through two checks each: a
     // recreate or a restart it would do at its start is done by then
-    await waitFor('the demo set healthy under the new spcd', settled, { timeoutMs: 120_000 });
+    await waitFor('the demo set healthy under the new spcd', () => settled(2), { timeoutMs: 120_000 });
     const after = await snapshot();
     // the others untouched; the upgraded one replaced once, then never again
     const moved = [...restarted(before, after).filter((n) => n !== UPGRADED), ...restarted(upgraded, after)];
