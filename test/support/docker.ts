@@ -11,6 +11,7 @@ export function docker(): Dockerode {
 export interface Inspected {
   Id: string;
   Name: string;
+  RestartCount?: number;
   State: { Status: string; Running: boolean; StartedAt: string; Pid: number; ExitCode: number };
   Config: { Image: string; Labels: Record<string, string> };
   HostConfig: Record<string, unknown>;
