@@ -7,7 +7,7 @@ import type { ExecutorDeps } from '../executor/ports.js';
 import { assertImageAllowed, type PullPolicy } from '../executor/image.js';
 import type { Intent, StepOperation } from '../planner/types.js';
 import type { Reconciler } from '../reconciler/reconciler.js';
-import type { Operations } from './operations.js';
+import type { Operations } from '../reconciler/operations.js';
 
 export interface ActionDeps {
   readonly reconciler: Reconciler;
