@@ -12,7 +12,7 @@ import { applyClusterGlobals } from '../config/cluster-globals.js';
 import type { DaemonParts } from './daemon.js';
 
 export function nodeRolloutActions(parts: DaemonParts): Omit<RolloutActions, 'health'> {
-  const { actions, events, reconciler, clock, log, reloadWithGlobals } = parts;
+  const { actions, reconciler, clock, log, reloadWithGlobals } = parts;
   const waitFor = async (operationId: string): Promise<void> => {
     const outcome = await reconciler.operations.done(operationId);
     if (outcome.phase !== 'succeeded')
@@ -43,7 +43,7 @@ export function nodeRolloutActions(parts: DaemonParts): Omit<RolloutActions, 'he
           {
             reloadWithGlobals,
             desired: () => reconciler.desiredContainers(),
-            events,
+            operations: reconciler.operations,
             clock,
             deadlineMs: 30 * 60_000,
           },
