@@ -4,6 +4,7 @@
  * daemon (agent/daemon/) and faked in API tests.
  */
 import type { SpcdEvent } from '../model/events.js';
+import type { OperationRef } from '../model/operation.js';
 
 export type ContainerState =
   | 'running'
@@ -239,12 +240,7 @@ export interface PlanView {
   readonly problems: readonly string[];
 }
 
-export interface OperationRef {
-  readonly operationId: string;
-  readonly kind: string;
-  readonly target: string;
-  readonly acceptedAt: string;
-}
+export type { OperationRef };
 
 export interface LogStreamOptions {
   readonly tail: number;

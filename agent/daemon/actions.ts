@@ -1,13 +1,12 @@
 import { SpcdError } from '../errors.js';
-import { specHash } from '../model/hash.js';
-import { compareSpecHash } from '../model/hash-schemes.js';
-import { allContainers, findSet, type ContainerSpec, type DesiredState } from '../model/spec.js';
+import type { ContainerSpec, DesiredState } from '../model/spec.js';
 import type { Actions, AdoptScan, OperationRef } from '../api/types.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { assertImageAllowed, type PullPolicy } from '../executor/image.js';
 import type { Intent, StepOperation } from '../planner/types.js';
+import type { Operations } from '../reconciler/operations.js';
 import type { Reconciler } from '../reconciler/reconciler.js';
-import type { Operations } from './operations.js';
+import { changeIntent, upgradeSet, type ChangeOptions } from '../reconciler/set-upgrade.js';
 
 export interface ActionDeps {
   readonly reconciler: Reconciler;
@@ -41,12 +40,6 @@ export class DaemonActions implements Actions {
       `cannot ${verb} while the definitions cannot be read (${why}); fix them and reload first`,
       { reason: why },
     );
-  }
-
-  private definitionOf(name: string): ContainerSpec {
-    const spec = allContainers(this.d.definitions().sets).find((c) => c.name === name);
-    if (!spec) throw new SpcdError('NOT_FOUND', `no container named ${name}`, { container: name });
-    return spec;
   }
 
   private checkGeneration(name: string, expected: number | undefined): void {
@@ -151,79 +144,17 @@ export class DaemonActions implements Actions {
     return { spec: good.spec, generation: good.generation };
   }
 
-  /** The intent to run the transaction to `spec`; on success it is pinned so the definitions do not undo it. */
   private change(
     operation: StepOperation,
     change: 'upgrade' | 'rollback',
     spec: ContainerSpec,
-    opts: { pull?: PullPolicy; expectDigest?: string; force?: boolean; from?: number },
+    opts: ChangeOptions,
   ): Intent {
-    return {
-      verb: 'change',
-      operation,
-      change,
-      spec,
-      definitionHash: specHash(this.definitionOf(spec.name)),
-      pull: opts.pull ?? 'missing',
-      ...(opts.expectDigest ? { expectDigest: opts.expectDigest } : {}),
-      force: opts.force === true,
-      ...(opts.from !== undefined ? { from: opts.from } : {}),
-    };
-  }
-
-  /** One member of a set upgrade (or its undoing), under the set's operation. */
-  private async member(
-    operation: StepOperation,
-    change: 'upgrade' | 'rollback',
-    spec: ContainerSpec,
-  ): Promise<number> {
-    const r = await this.d.reconciler.request(spec.name, this.change(operation, change, spec, {}));
-    return typeof r?.['generation'] === 'number' ? r['generation'] : 0;
+    return changeIntent(this.d.definitions(), operation, change, spec, opts);
   }
 
   async upgradeSet(path: string, opts: { images?: Readonly<Record<string, string>> }): Promise<OperationRef> {
-    const set = findSet(this.d.definitions().sets, path);
-    if (!set) throw new SpcdError('NOT_FOUND', `no set ${path}`, { set: path });
-    const members = new Set(allContainers([set]).map((c) => c.name));
-    for (const name of Object.keys(opts.images ?? {})) {
-      if (!members.has(name))
-        throw new SpcdError('UNPROCESSABLE', `${name} is not in set ${path}`, { set: path, container: name });
-      assertImageAllowed(this.d.exec.imagePolicy, opts.images![name]!, { container: name });
-    }
-    const ordered = this.d.reconciler.desiredContainers().filter((c) => members.has(c.spec.name));
-    const id = this.d.operations.newId('set-upgrade');
-    const operation: StepOperation = { id, kind: 'set-upgrade' };
-    const run = (async (): Promise<Record<string, unknown>> => {
-      const done: { name: string; previous: ContainerSpec }[] = [];
-      const changed: Record<string, number> = {};
-      for (const c of ordered) {
-        const name = c.spec.name;
-        const image = opts.images?.[name];
-        const target: ContainerSpec = image ? { ...c.spec, image } : c.spec;
-        const current = this.d.reconciler.primary(name);
-        if (current && compareSpecHash(current.identity.specHash, target).kind === 'same' && !image) continue;
-        if (current && image && current.image === image) continue;
-        const previous = current
-          ? this.d.exec.state.generation(name, current.identity.generation)?.spec
-          : undefined;
-        try {
-          changed[name] = await this.member(operation, 'upgrade', target);
-          if (previous) done.push({ name, previous });
-        } catch (err) {
-          // Stop at the first failure and roll back what the set changed, newest first.
-          for (const prev of done.reverse()) {
-            await this.member(operation, 'rollback', prev.previous).catch(() => undefined);
-          }
-          throw new SpcdError(
-            'UPGRADE_FAILED',
-            `set ${path}: upgrade of ${name} failed; rolled back ${done.map((x) => x.name).join(', ') || 'nothing else'}: ${(err as Error).message}`,
-            { set: path, failed: name, rolledBack: done.map((x) => x.name) },
-          );
-        }
-      }
-      return { set: path, generations: changed };
-    })();
-    return this.d.operations.track(id, 'set-upgrade', path, run);
+    return upgradeSet(this.d, path, opts);
   }
 
   async adopt(name: string): Promise<OperationRef> {

@@ -13,6 +13,7 @@ import { resolveImage } from '../executor/image.js';
 import { ALLOW_ALL, type ImagePolicy } from '../model/image-policy.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { HealthSync } from '../reconciler/health-sync.js';
+import { Operations } from '../reconciler/operations.js';
 import { Reconciler } from '../reconciler/reconciler.js';
 import { Journal } from '../state/journal.js';
 import { StateStore } from '../state/store.js';
@@ -33,7 +34,6 @@ import { Converge } from './converge.js';
 import { desiredContainers, heldContainers, stalePins } from '../planner/pins.js';
 import type { Component } from './lifecycle.js';
 import { startupComponents } from './components.js';
-import { Operations } from './operations.js';
 import type { Settings } from './settings.js';
 
 export interface DaemonParts {
@@ -206,7 +206,9 @@ interface Control {
 
 function buildControl(settings: Settings, log: Logger, core: Core, onHeartbeat?: () => void): Control {
   const { engine, exec, healthSync, events, clock, state, config, templateConfig } = core;
+  const operations = new Operations({ events, clock, log: log.child({ room: 'operations' }) });
   const reconciler = new Reconciler({
+    operations,
     engine,
     exec,
     health: healthSync,
@@ -217,7 +219,6 @@ function buildControl(settings: Settings, log: Logger, core: Core, onHeartbeat?:
     relistMs: settings.relistMs,
     ...(onHeartbeat ? { onHeartbeat } : {}),
   });
-  const operations = new Operations({ events, clock, log: log.child({ room: 'operations' }) });
   const computeDesired = async (): Promise<ReturnType<typeof desiredContainers>> => {
     for (const name of stalePins(definitions.current, state)) await state.setPin(name, undefined);
     return desiredContainers(definitions.current, state, (s) => config.hash(s));

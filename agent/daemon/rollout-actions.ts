@@ -12,20 +12,12 @@ import { applyClusterGlobals } from '../config/cluster-globals.js';
 import type { DaemonParts } from './daemon.js';
 
 export function nodeRolloutActions(parts: DaemonParts): Omit<RolloutActions, 'health'> {
-  const { actions, events, reconciler, clock, log, reloadWithGlobals } = parts;
-  const waitFor = (operationId: string): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const off = events.subscribe((e) => {
-        if (e.type !== 'operation' || e.operationId !== operationId) return;
-        if (e.phase === 'succeeded') {
-          off();
-          resolve();
-        } else if (e.phase === 'failed') {
-          off();
-          reject(new SpcdError('UPGRADE_FAILED', e.error?.message ?? 'upgrade failed', { operationId }));
-        }
-      });
-    });
+  const { actions, reconciler, clock, log, reloadWithGlobals } = parts;
+  const waitFor = async (operationId: string): Promise<void> => {
+    const outcome = await reconciler.operations.done(operationId);
+    if (outcome.phase !== 'succeeded')
+      throw new SpcdError('UPGRADE_FAILED', outcome.error.message, { operationId });
+  };
   /** This node's containers whose image the document changes. */
   const imageChanges = (images: DesiredDocument['images']) =>
     reconciler
@@ -51,7 +43,7 @@ export function nodeRolloutActions(parts: DaemonParts): Omit<RolloutActions, 'he
           {
             reloadWithGlobals,
             desired: () => reconciler.desiredContainers(),
-            events,
+            operations: reconciler.operations,
             clock,
             deadlineMs: 30 * 60_000,
           },

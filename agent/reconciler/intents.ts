@@ -62,6 +62,11 @@ export class IntentBook {
     p.reject(err);
   }
 
+  /** Ends every intent no pass took (spcd stops). */
+  failAll(err: SpcdError): void {
+    for (const name of this.names()) this.fail(name, err);
+  }
+
   /** An intent whose container left the definitions before a pass took it: no pass will. */
   dropUndesired(desired: ReadonlySet<string>): void {
     for (const name of this.names()) {

@@ -11,6 +11,7 @@ import { Heals } from './heal.js';
 import { followHealth } from './health-follow.js';
 import { ContainerLedger } from './ledger.js';
 import { IntentBook, type IntentResult } from './intents.js';
+import { Operations } from './operations.js';
 import { ContainerLocks, type HeldOperation } from './locks.js';
 import type { ContainerFacts, Hold, Lifecycle, ReconcilerDeps } from './types.js';
 import { QuarantineBook } from './quarantine.js';
@@ -24,13 +25,12 @@ import { awaitShutdown, logStepsLeft, STOP_DEADLINE_MS } from './shutdown.js';
 export { isUpgrade, type HeldOperation, type OperationKind } from './locks.js';
 
 /**
- * The single owner of concurrency: observe -> plan -> execute -> repeat.
- * Triggers (engine events, timers, API requests) ask for a pass; passes
- * never overlap. A check that crosses its failure threshold has its heal
- * planned and launched at once (healNow), without waiting for the pass. Each step runs as a task holding its container, so a long
- * upgrade does not delay another container's restart. Events are hints: a
- * lost stream triggers a re-list, never an action. Its parts, each the only
- * writer of what it keeps, are in docs/architecture.md.
+ * The single owner of concurrency: observe -> plan -> execute -> repeat. Triggers (engine events, timers,
+ * API requests) ask for a pass; passes never overlap. A check that crosses its failure threshold has its
+ * heal planned and launched at once (healNow), without waiting for the pass. Each step runs as a task
+ * holding its container, so a long upgrade does not delay another container's restart. Events are hints:
+ * a lost stream triggers a re-list, never an action. Its parts, each the only writer of what it keeps,
+ * are in docs/architecture.md.
  */
 export class Reconciler {
   private lifecycle: Lifecycle = 'new';
@@ -55,11 +55,14 @@ export class Reconciler {
   private readonly launcher: StepLauncher;
   /** Containers whose journal entry is unresolved: left alone until an operator clears them. */
   readonly quarantine: QuarantineBook;
+  /** Every operation's id and outcome, and the one way to wait for it (`done`). */
+  readonly operations: Operations;
   private readonly retries: QuarantineRetry;
   private readonly factSources: FactSources;
 
   constructor(private readonly deps: ReconcilerDeps) {
     this.ledger = new ContainerLedger(deps.backoff ?? DEFAULT_BACKOFF);
+    this.operations = deps.operations ?? new Operations(deps);
     this.quarantine = new QuarantineBook(deps);
     this.untouched = new UntouchedLog(deps.log);
     this.retries = new QuarantineRetry({
@@ -94,6 +97,7 @@ export class Reconciler {
       ledger: this.ledger,
       locks: this.locks,
       intents: this.intents,
+      operations: this.operations,
       busyTasks: () => this.tasks.size,
       requeue: () => this.loop.requeue(),
       runExclusive: (name, op, fn) => this.runExclusive(name, op, fn),
@@ -111,10 +115,8 @@ export class Reconciler {
     const ready = (name: string): boolean => deps.health.ready(name);
     this.factSources = { ledger: this.ledger, locks: this.locks, state: deps.exec.state, ready };
     this.heals = new Heals({
+      ...deps,
       ledger: this.ledger,
-      events: deps.events,
-      log: deps.log,
-      clock: deps.clock,
       primary: (name) => this.primary(name),
       held: (name) => this.locks.holder(name) !== null || this.intents.of(name) !== undefined,
       heldDuringListing: (name) => this.locks.heldDuringListing(name),
@@ -163,8 +165,7 @@ export class Reconciler {
     this.loop.close();
     this.watch.close();
     this.unsubscribeHealth?.();
-    for (const name of this.intents.names())
-      this.intents.fail(name, new SpcdError('SHUTTING_DOWN', 'spcd is shutting down'));
+    this.intents.failAll(new SpcdError('SHUTTING_DOWN', 'spcd is shutting down'));
     await awaitShutdown({
       clock: this.deps.clock,
       log: this.deps.log,
@@ -306,9 +307,8 @@ export class Reconciler {
   }
 
   /**
-   * Tries every quarantined container again (spcctl reload / SIGHUP): one
-   * whose journal file the operator removed, or whose entry now finishes or
-   * undoes, leaves quarantine. Returns the containers still quarantined.
+   * Tries every quarantined container again (spcctl reload / SIGHUP): one whose journal file the operator
+   * removed, or whose entry now finishes or undoes, leaves quarantine. Returns those still quarantined.
    */
   async retryQuarantined(): Promise<string[]> {
     const left = await this.retries.all();

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { toSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ContainerSpec } from '../model/spec.js';
@@ -7,6 +6,7 @@ import type { Step } from '../planner/types.js';
 import type { IntentBook } from './intents.js';
 import type { ContainerLedger } from './ledger.js';
 import type { ContainerLocks, HeldOperation } from './locks.js';
+import type { Operations } from './operations.js';
 import { giveUpReason, runStep, stepContainer, type StepContext } from './steps.js';
 
 export interface LauncherDeps {
@@ -15,6 +15,8 @@ export interface LauncherDeps {
   readonly ledger: ContainerLedger;
   readonly locks: ContainerLocks;
   readonly intents: IntentBook;
+  /** Where a planned or heal step's operation is recorded (it publishes nothing), so `done(id)` answers for it. */
+  readonly operations: Operations;
   /** Tasks running now. */
   readonly busyTasks: () => number;
   /** Asks for another pass at once (steps left for lack of room). */
@@ -55,16 +57,16 @@ export class StepLauncher {
         continue;
       }
       const kind = origin.by === 'heal' ? 'heal' : 'reconcile';
-      const op: HeldOperation = { id: `${kind}-${randomUUID().slice(0, 8)}`, kind };
-      this.d
-        .runExclusive(name, op, () => runStep(s, this.context(op.id)))
-        .catch((err: unknown) => {
-          const e = toSpcdError(err);
-          // A heal's failure is in the ledger already (runExclusive): it is not a failed step.
-          if (e.code === 'CONFLICT' || origin.by === 'heal') return;
-          ledger.stepFailed(name, e, this.d.exec.clock.now(), giveUpReason(s, e));
-          this.d.log.warn({ container: name, step: s.kind, code: e.code, err: e.message }, 'step failed');
-        });
+      const op: HeldOperation = { id: this.d.operations.newId(kind), kind };
+      const running = this.d.runExclusive(name, op, () => runStep(s, this.context(op.id)));
+      this.d.operations.follow({ operationId: op.id, kind, target: name, step: s.kind }, running);
+      running.catch((err: unknown) => {
+        const e = toSpcdError(err);
+        // A heal's failure is in the ledger already (runExclusive): it is not a failed step.
+        if (e.code === 'CONFLICT' || origin.by === 'heal') return;
+        ledger.stepFailed(name, e, this.d.exec.clock.now(), giveUpReason(s, e));
+        this.d.log.warn({ container: name, step: s.kind, code: e.code, err: e.message }, 'step failed');
+      });
     }
   }
 

@@ -9,6 +9,7 @@ import type { ExecutorDeps } from '../executor/ports.js';
 import type { HealthSync } from './health-sync.js';
 import type { LedgerEntry } from './ledger.js';
 import type { HeldOperation } from './locks.js';
+import type { Operations } from './operations.js';
 
 export type Lifecycle = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
@@ -34,6 +35,8 @@ export interface ReconcilerDeps {
    * for it). A loop that stops passing stops calling it.
    */
   readonly onHeartbeat?: () => void;
+  /** The owner of operations (one of its own, over these events, clock and log, when not given). */
+  readonly operations?: Operations;
   /** How long stop() waits for the pass in flight and its steps (STOP_DEADLINE_MS by default). */
   readonly stopDeadlineMs?: number;
 }

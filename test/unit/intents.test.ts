@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OperationRef } from '../../agent/api/types.js';
 import { DaemonActions } from '../../agent/daemon/actions.js';
-import { Operations } from '../../agent/daemon/operations.js';
+import { Operations } from '../../agent/reconciler/operations.js';
 import { silentLogger } from '../../agent/log.js';
 import type { BackoffPolicy } from '../../agent/model/backoff.js';
 import { specHash } from '../../agent/model/hash.js';
