@@ -55,6 +55,15 @@ export function summaryLine(s: SummaryInput): string {
 
 /** The Open vSwitch variant's vswitchd upgrade step (test/e2e/openstack-ovs-steps.ts). */
 export const VSWITCHD_STEP = 'ovs-vswitchd-upgrade';
+/** The steps that replace vswitchd (its own upgrade, and the whole set's): loss there is physical on the userspace datapath. */
+export const VSWITCHD_STEPS: readonly string[] = [VSWITCHD_STEP, 'ovs-compute-set-upgrade'];
+
+/** The losses of `byWindow` outside the steps that replace vswitchd. */
+export function lostOutsideVswitchd(byWindow: Readonly<Record<string, number>>): number {
+  return Object.entries(byWindow)
+    .filter(([w]) => !VSWITCHD_STEPS.includes(w))
+    .reduce((n, [, l]) => n + l, 0);
+}
 
 export interface OvsSummaryInput {
   readonly results: readonly StepResult[];
@@ -83,7 +92,8 @@ export function gapInWindow(ping: PingReport, from: number, to: number): number 
  * The Open vSwitch variant's line: its VMs' survival, the pings (the whole
  * variant), and the vswitchd upgrade's own losses (guests' and the DHCP
  * namespace's) and gap, the only step where loss is physical on the
- * userspace datapath; `lost_outside_vswitchd` is every other loss.
+ * userspace datapath; `lost_outside_vswitchd` is every loss outside the
+ * steps that replace vswitchd (its own upgrade and the whole set's).
  */
 export function ovsSummaryLine(s: OvsSummaryInput, vswitchd?: { from: number; to: number }): string {
   const vmSteps = s.results.reduce((n, r) => n + r.vmsOk, 0);
@@ -92,7 +102,9 @@ export function ovsSummaryLine(s: OvsSummaryInput, vswitchd?: { from: number; to
   const inStep = p
     ? (p.lossesByWindow[VSWITCHD_STEP] ?? 0) + (p.nsLossesByWindow[VSWITCHD_STEP] ?? 0)
     : Number.NaN;
-  const outside = p ? p.lost + p.nsLost - inStep : Number.NaN;
+  const outside = p
+    ? lostOutsideVswitchd(p.lossesByWindow) + lostOutsideVswitchd(p.nsLossesByWindow)
+    : Number.NaN;
   const gap = p && vswitchd ? gapInWindow(p, vswitchd.from, vswitchd.to) : Number.NaN;
   return (
     `network=ovs ovs_vms_survived=${vmSteps}/${s.checked} census_mismatches=${census} shipped_set=${s.shippedSet} network_ok=${s.networkOk}/${s.steps} ` +

@@ -10,7 +10,8 @@
 #   (T checked steps: 7 (5 with SPCD_E2E_LB_AGENT_STEPS=0), plus one per control container, plus the compute-set upgrade, plus the RabbitMQ outage, plus a dockerd restart with live-restore on (none with SPCD_E2E_DOCKERD_STEPS=0) and one with it off (none with SPCD_E2E_DOCKERD_OFF=0); N = 2 T)
 # The Open vSwitch line (test/e2e/openstack-ovs-steps.ts):
 #   network=ovs ovs_vms_survived=K/N census_mismatches=M shipped_set=1 network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L vswitchd_upgrade_lost=V vswitchd_window_ms=W lost_outside_vswitchd=O
-#   (T = 7 + the control containers restarted: neutron_server, the DHCP agent and RabbitMQ, every one with SPCD_E2E_OVS_CONTROL=all)
+#   (T = 7 + the control containers restarted: neutron_server, the DHCP agent and RabbitMQ, every one with
+#   SPCD_E2E_OVS_CONTROL=all; this script sets SPCD_E2E_OVS_STEPS=full, the CI lane runs 5 steps)
 # Exit status: vitest's (0 when every test passed), non-zero on any lost VM or lost ping packet
 # (between the VMs, or from the DHCP namespace to them; in the Open vSwitch variant, outside
 # the two steps that replace vswitchd).
@@ -19,13 +20,16 @@
 #   SPCD_E2E_LB_AGENT_STEPS=0 (leave out steps 6 and 7, the Linux bridge agent's),
 #   SPCD_E2E_DOCKERD_STEPS=0 (leave out steps 11 and 12, the restarts of dockerd),
 #   SPCD_E2E_DOCKERD_OFF=0 (leave out step 12, dockerd restarted with live-restore off),
-#   SPCD_E2E_NETWORK=all|lb|ovs (the network variants), SPCD_E2E_OVS_CONTROL=all.
+#   SPCD_E2E_NETWORK=all|lb|ovs (the network variants), SPCD_E2E_OVS_CONTROL=all,
+#   SPCD_E2E_OVS_STEPS=ci (the CI lane's shorter list of Open vSwitch steps).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 npm run build >/dev/null || exit 1
 summary=$(mktemp /tmp/spcd-e2e-summary.XXXXXX)
 trap 'rm -f "$summary"' EXIT
 t0=$EPOCHREALTIME
+# The long form: every step of the Open vSwitch variant (the CI lane runs a shorter list).
+export SPCD_E2E_OVS_STEPS="${SPCD_E2E_OVS_STEPS:-full}"
 SPCD_E2E_SUMMARY="$summary" npx vitest run --project integration test/integration/openstack-e2e.test.ts 2>&1
 rc=$?
 awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "e2e_openstack_wall_s=%.1f\n", b - a }'

@@ -8,20 +8,27 @@ import type { RenderedConfig } from '../../agent/render/renderer.js';
 import { loadDesired } from '../../agent/spec/load.js';
 import { REPO } from './daemon.js';
 
+/** Each network variant's shipped compute set and this machine's overrides for it. */
+const VARIANTS = {
+  lb: { set: ['container-sets', 'linuxbridge', 'compute.yaml'], overrides: 'openstack-compute.yaml' },
+  ovs: { set: ['container-sets', 'compute.yaml'], overrides: 'openstack-compute-ovs.yaml' },
+} as const;
+
 /**
  * The OpenStack end-to-end test's node as spcd loads it: the test's control
- * and network sets (container-sets-e2e/openstack/) beside the shipped Linux
- * bridge compute set, with this machine's overrides (container-sets-e2e/hosts/) and
- * the test's secrets (copied with mode 0600). Renders any of its containers.
+ * and network sets (container-sets-e2e/openstack/) beside the variant's
+ * shipped compute set (Linux bridge, or Open vSwitch), with this machine's
+ * overrides for it (container-sets-e2e/hosts/) and the test's secrets
+ * (copied with mode 0600). Renders any of its containers.
  */
-export async function e2eNode(): Promise<{
+export async function e2eNode(variant: keyof typeof VARIANTS = 'lb'): Promise<{
   spec: (name: string) => ContainerSpec;
   render: (name: string) => RenderedConfig;
 }> {
   const dir = mkdtempSync(join(tmpdir(), 'spcd-e2e-node-'));
   const sets = join(dir, 'sets');
   cpSync(join(REPO, 'container-sets-e2e', 'openstack'), sets, { recursive: true });
-  copyFileSync(join(REPO, 'container-sets', 'linuxbridge', 'compute.yaml'), join(sets, 'compute.yaml'));
+  copyFileSync(join(REPO, ...VARIANTS[variant].set), join(sets, 'compute.yaml'));
   const secretsFile = join(dir, 'secrets.yaml');
   copyFileSync(join(REPO, 'container-sets-e2e', 'hosts', 'openstack-compute-secrets.yaml'), secretsFile);
   chmodSync(secretsFile, 0o600);
@@ -34,7 +41,7 @@ export async function e2eNode(): Promise<{
   const desired = await loadDesired({
     setsDir: sets,
     checkLibraryFile: join(REPO, 'healthchecks', 'library.yaml'),
-    overridesFile: join(REPO, 'container-sets-e2e', 'hosts', 'openstack-compute.yaml'),
+    overridesFile: join(REPO, 'container-sets-e2e', 'hosts', VARIANTS[variant].overrides),
   });
   await config.load(desired);
   const spec = (name: string): ContainerSpec => {

@@ -108,7 +108,8 @@ describe('openstack compute and network sets rendering', () => {
       /^connection = mysql\+pymysql:\/\/neutron:e2e-neutron-db@127\.0\.0\.1:13306\/neutron$/m,
     );
     const ml2 = files.get('ml2_conf.ini') ?? '';
-    expect(ml2).toMatch(/^mechanism_drivers = linuxbridge$/m);
+    // Open vSwitch first: a port binds to the driver whose agent is alive on its host.
+    expect(ml2).toMatch(/^mechanism_drivers = openvswitch,linuxbridge$/m);
     expect(ml2).toMatch(/^type_drivers = flat,local$/m);
     expect(ml2).toMatch(/^\[ml2_type_flat\]\nflat_networks = spcd-e2e$/m);
     expect(ml2).toMatch(/^\[securitygroup\]\nenable_security_group = true$/m);
