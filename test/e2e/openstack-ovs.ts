@@ -14,7 +14,6 @@
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO } from '../support/daemon.js';
-import { waitFor } from '../support/wait.js';
 import { run } from './libvirt-e2e-harness.js';
 import type { OpenStack } from './openstack-client.js';
 import { renderSetFile, type Rendering } from './openstack-e2e-harness.js';
@@ -99,23 +98,6 @@ export async function leaveLinuxBridge(os: OpenStack, iface: string): Promise<st
     }
   }
   return done;
-}
-
-/** Waits until spcd shows every container of `names` running and healthy. */
-export async function waitHealthy(
-  status: (name: string) => Promise<{ state: string; health?: string } | undefined>,
-  names: readonly string[],
-  timeoutMs: number,
-): Promise<void> {
-  for (const n of names)
-    await waitFor(
-      `${n} running and healthy under spcd`,
-      async () => {
-        const c = await status(n).catch(() => undefined);
-        return c?.state === 'running' && c.health === 'healthy';
-      },
-      { timeoutMs, intervalMs: 1000 },
-    );
 }
 
 /** The entries of /run/openvswitch before the run (the variant removes only what it added). */
