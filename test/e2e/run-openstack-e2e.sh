@@ -9,12 +9,12 @@
 #   openstack_vms_survived=K/N nova_managed_after=0|1 census_mismatches=M shipped_set=1 rabbit_outage_restarts=R dockerd_restart_vm_lost=D max_libvirt_window_s=X max_compute_up_s=Y compute_up_floor_s=F dockerd_compute_up_s=E network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L
 #   (T checked steps: 7 (5 with SPCD_E2E_LB_AGENT_STEPS=0), plus one per control container, plus the compute-set upgrade, plus the RabbitMQ outage, plus a dockerd restart with live-restore on (none with SPCD_E2E_DOCKERD_STEPS=0) and one with it off (none with SPCD_E2E_DOCKERD_OFF=0); N = 2 T)
 # The Open vSwitch line (test/e2e/openstack-ovs-steps.ts):
-#   network=ovs ovs_vms_survived=K/N census_mismatches=M shipped_set=1 network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L vswitchd_upgrade_lost=V vswitchd_window_ms=W lost_outside_vswitchd=O
+#   network=ovs ovs_vms_survived=K/N census_mismatches=M shipped_set=1 network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L ovsdb_upgrade_lost=D vswitchd_upgrade_lost=V vswitchd_window_ms=W lost_elsewhere=0
 #   (T = 7 + the control containers restarted: neutron_server, the DHCP agent and RabbitMQ, every one with
 #   SPCD_E2E_OVS_CONTROL=all; this script sets SPCD_E2E_OVS_STEPS=full, the CI lane runs 5 steps)
 # Exit status: vitest's (0 when every test passed), non-zero on any lost VM or lost ping packet
 # (between the VMs, or from the DHCP namespace to them; in the Open vSwitch variant, outside
-# the two steps that replace vswitchd).
+# the upgrades of openvswitch_db and vswitchd and the whole set's, which are measured).
 # Environment: SPCD_E2E_CACHE (image/guest cache, default /var/cache/spcd-e2e),
 #   SPCD_E2E_FORCE=1 (rebuild the images and the guest),
 #   SPCD_E2E_LB_AGENT_STEPS=0 (leave out steps 6 and 7, the Linux bridge agent's),
@@ -46,7 +46,7 @@ if [ -s "$summary" ]; then
   if grep -q '^network=ovs ' "$summary"; then
     ovs=$(grep '^network=ovs ' "$summary")
     grep -q ' ovs_vms_survived=\([0-9]*\)/\1 census_mismatches=0 shipped_set=1 ' <<<"$ovs" || [ "$rc" != 0 ] || rc=1
-    grep -q ' lost_outside_vswitchd=0\( \|$\)' <<<"$ovs" || [ "$rc" != 0 ] || rc=1
+    grep -q ' lost_elsewhere=0\( \|$\)' <<<"$ovs" || [ "$rc" != 0 ] || rc=1
   fi
 else
   # The test did not get as far as its summary (e.g. vitest could not start).
