@@ -14,6 +14,14 @@ export interface InspectedRuntime {
   readonly HostConfig: Readonly<Record<string, unknown>>;
 }
 
+/** What the image itself sets: a container that keeps it chose nothing. */
+export interface ImageDefaults {
+  readonly Env?: readonly string[] | null;
+  readonly Cmd?: readonly string[] | null;
+  readonly Entrypoint?: readonly string[] | null;
+  readonly User?: string;
+}
+
 /** HostConfig keys compared, with the definition's key each comes from. */
 const HOST_KEYS: readonly (readonly [string, string])[] = [
   ['Privileged', 'privileged'],
@@ -105,10 +113,10 @@ function envMap(list: readonly string[] | null | undefined): Map<string, string>
   return m;
 }
 
-function envDifferences(body: CreateBody, running: InspectedRuntime, imageEnv: readonly string[]): string[] {
+function envDifferences(body: CreateBody, running: InspectedRuntime, image: ImageDefaults): string[] {
   const want = envMap(body.Env);
   const have = envMap(running.Config.Env);
-  const fromImage = envMap(imageEnv);
+  const fromImage = envMap(image.Env);
   const out: string[] = [];
   for (const [k, v] of want) {
     if (have.get(k) !== v)
@@ -121,9 +129,40 @@ function envDifferences(body: CreateBody, running: InspectedRuntime, imageEnv: r
   return out;
 }
 
-function same(a: readonly string[] | null | undefined, b: readonly string[] | null | undefined): boolean {
-  return JSON.stringify(a ?? []) === JSON.stringify(b ?? []);
+/**
+ * The process a definition starts (command, entrypoint, user) against the
+ * running one's. A definition that leaves one to the image is compared with
+ * the image's own: a container created with another command (kolla-ansible's
+ * `command:`) would lose it when spcd replaced it.
+ */
+function processDifferences(body: CreateBody, running: InspectedRuntime, image: ImageDefaults): string[] {
+  // As the engine merges them: an entrypoint of the definition's own drops the image's command.
+  const cmd = body.Cmd ?? (body.Entrypoint ? null : (image.Cmd ?? null));
+  const rows = [
+    ['command', body.Cmd !== undefined, cmd, running.Config.Cmd],
+    [
+      'entrypoint',
+      body.Entrypoint !== undefined,
+      body.Entrypoint ?? image.Entrypoint ?? null,
+      running.Config.Entrypoint,
+    ],
+    ['user', body.User !== undefined, body.User ?? image.User ?? '', running.Config.User ?? ''],
+  ] as const;
+  const out: string[] = [];
+  for (const [key, own, want, have] of rows) {
+    if (JSON.stringify(normalizeProcess(want)) === JSON.stringify(normalizeProcess(have))) continue;
+    out.push(
+      `${key}: definition ${own ? '' : "the image's "}${show(normalizeProcess(want))}, running ${show(normalizeProcess(have ?? null))}`,
+    );
+  }
+  return out;
 }
+
+/** "" and [] and null are one "nothing". */
+const normalizeProcess = (
+  v: string | readonly string[] | null | undefined,
+): string | readonly string[] | null =>
+  v === undefined || v === '' || (Array.isArray(v) && v.length === 0) ? null : v;
 
 /**
  * Every way a running container differs from the create body of its
@@ -134,22 +173,15 @@ export function runtimeDifferences(
   spec: ContainerSpec,
   body: CreateBody,
   running: InspectedRuntime,
-  imageEnv: readonly string[],
+  image: ImageDefaults,
 ): string[] {
   const out: string[] = [];
   if (hasKollaConfig(spec))
     out.push('config: the definition has spcd render its config; the running container binds its own');
   if (body.Image !== running.Config.Image)
     out.push(`image: definition ${show(body.Image)}, running ${show(running.Config.Image)}`);
-  if (body.Cmd && !same(body.Cmd, running.Config.Cmd))
-    out.push(`command: definition ${show(body.Cmd)}, running ${show(running.Config.Cmd ?? null)}`);
-  if (body.Entrypoint && !same(body.Entrypoint, running.Config.Entrypoint))
-    out.push(
-      `entrypoint: definition ${show(body.Entrypoint)}, running ${show(running.Config.Entrypoint ?? null)}`,
-    );
-  if (body.User !== undefined && body.User !== (running.Config.User ?? ''))
-    out.push(`user: definition ${show(body.User)}, running ${show(running.Config.User ?? '')}`);
-  out.push(...envDifferences(body, running, imageEnv));
+  out.push(...processDifferences(body, running, image));
+  out.push(...envDifferences(body, running, image));
   for (const [key, yamlKey] of HOST_KEYS) {
     if (body.HostConfig[key] === undefined && ENGINE_DEFAULTS.has(key)) continue;
     const want = normalize(key, body.HostConfig[key]);

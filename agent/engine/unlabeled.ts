@@ -3,7 +3,7 @@ import { SpcdError } from '../errors.js';
 import type { UnlabeledContainer } from '../model/adoption.js';
 import { decodeIdentity } from '../model/labels.js';
 import type { EngineState, ObservedContainer } from '../model/observed.js';
-import { bindKey, runtimeDifferences, type InspectedRuntime } from './adopt-diff.js';
+import { bindKey, runtimeDifferences, type ImageDefaults, type InspectedRuntime } from './adopt-diff.js';
 import { createBody } from './create-options.js';
 import { DEADLINES } from './deadlines.js';
 import { withDeadline } from './map-error.js';
@@ -52,14 +52,15 @@ async function inspectContainer(
   return info;
 }
 
-async function imageEnv(docker: Dockerode, image: string, o?: CallOptions): Promise<string[]> {
-  const info = await inspectRaw<{ Config?: { Env?: string[] | null } }>(
+/** What the image sets itself (environment, command, entrypoint, user). */
+async function imageDefaults(docker: Dockerode, image: string, o?: CallOptions): Promise<ImageDefaults> {
+  const info = await inspectRaw<{ Config?: ImageDefaults | null }>(
     `inspect image ${image.slice(0, 19)}`,
     DEADLINES.imageInspect,
     o,
     (abortSignal) => docker.getImage(image).inspect({ abortSignal } as object),
   );
-  return info?.Config?.Env ?? [];
+  return info?.Config ?? {};
 }
 
 /**
@@ -76,7 +77,12 @@ export async function inspectUnlabeled(
   const info = await inspectContainer(docker, name, o);
   if (!info) return undefined;
   const differences = expected
-    ? runtimeDifferences(expected.spec, createBody(expected), info, await imageEnv(docker, info.Image, o))
+    ? runtimeDifferences(
+        expected.spec,
+        createBody(expected),
+        info,
+        await imageDefaults(docker, info.Image, o),
+      )
     : [];
   return { ...engineFacts(info), differences };
 }
@@ -102,6 +108,27 @@ export function engineFacts(info: {
   };
 }
 
+const sameList = (
+  a: readonly string[] | null | undefined,
+  b: readonly string[] | null | undefined,
+): boolean => JSON.stringify(a ?? []) === JSON.stringify(b ?? []);
+
+/**
+ * The command, entrypoint and user the container was created with, where
+ * they are not the image's own (kolla-ansible's `command:` is one): a
+ * replacement made from the entry starts the same process.
+ */
+export function scannedProcess(c: InspectedRuntime['Config'], image: ImageDefaults): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const ownEntrypoint = !sameList(c.Entrypoint, image.Entrypoint);
+  if (ownEntrypoint) out.entrypoint = c.Entrypoint ?? [];
+  // An entrypoint of its own drops the image's command: the running one is the container's choice.
+  if ((ownEntrypoint && (c.Cmd ?? []).length > 0) || (!ownEntrypoint && !sameList(c.Cmd, image.Cmd)))
+    out.command = c.Cmd ?? [];
+  if ((c.User ?? '') !== (image.User ?? '')) out.user = c.User ?? '';
+  return out;
+}
+
 /** A bind as a set file writes it: no trailing slashes, ",propagation" after the mode. */
 function bindText(b: string): string {
   const [src, dst, mode, prop] = bindKey(b).split(':');
@@ -121,7 +148,8 @@ export async function describeUnlabeled(
 ): Promise<Record<string, unknown> | undefined> {
   const info = await inspectContainer(docker, name, o);
   if (!info) return undefined;
-  const fromImage = new Set(await imageEnv(docker, info.Image, o));
+  const image = await imageDefaults(docker, info.Image, o);
+  const fromImage = new Set(image.Env ?? []);
   const h = info.HostConfig as Record<string, unknown>;
   const list = (v: unknown): string[] => (Array.isArray(v) ? (v as string[]) : []);
   const out: Record<string, unknown> = { image: info.Config.Image };
@@ -130,6 +158,7 @@ export async function describeUnlabeled(
     out.environment = Object.fromEntries(
       env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
     );
+  Object.assign(out, scannedProcess(info.Config, image));
   if (h.Privileged === true) out.privileged = true;
   for (const [key, yaml] of [
     ['PidMode', 'pid'],

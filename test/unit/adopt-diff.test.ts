@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runtimeDifferences, type InspectedRuntime } from '../../agent/engine/adopt-diff.js';
 import { createBody } from '../../agent/engine/create-options.js';
+import { scannedProcess } from '../../agent/engine/unlabeled.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
 import { containerSpec } from '../support/spec.js';
 
@@ -36,6 +37,8 @@ const identity = {
 };
 const body = createBody({ spec: SPEC, identity });
 const IMAGE_ENV = ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'LANG=en_US.UTF-8'];
+/** The image's own settings (`docker image inspect`): kolla_start under dumb-init, root. */
+const IMAGE = { Env: IMAGE_ENV, Entrypoint: ['dumb-init', '--single-child', '--'], Cmd: ['kolla_start'] };
 
 /** What docker inspect shows for the container kolla_container made from the same parameters. */
 function kollaMade(over: Partial<Record<string, unknown>> = {}, env: string[] = []): InspectedRuntime {
@@ -43,6 +46,7 @@ function kollaMade(over: Partial<Record<string, unknown>> = {}, env: string[] = 
     Config: {
       Image: 'kolla/nova-libvirt:2024.1',
       Env: ['KOLLA_SERVICE_NAME=nova-libvirt', 'KOLLA_CONFIG_STRATEGY=COPY_ALWAYS', ...IMAGE_ENV, ...env],
+      Entrypoint: ['dumb-init', '--single-child', '--'],
       Cmd: ['kolla_start'],
       User: '',
     },
@@ -76,14 +80,14 @@ function kollaMade(over: Partial<Record<string, unknown>> = {}, env: string[] = 
 describe('runtimeDifferences', () => {
   it("finds none when the definition reproduces the container, whatever the engine's spellings", () => {
     // ShmSize is Docker's default (64 MiB), not a choice: a definition without shm_size leaves it to Docker.
-    expect(runtimeDifferences(SPEC, body, kollaMade(), IMAGE_ENV)).toEqual([]);
+    expect(runtimeDifferences(SPEC, body, kollaMade(), IMAGE)).toEqual([]);
     const bigger = kollaMade({ ShmSize: 1 << 30 });
     expect(
       runtimeDifferences(
         { ...SPEC, shmSizeBytes: 1 << 29 },
         createBody({ spec: { ...SPEC, shmSizeBytes: 1 << 29 }, identity }),
         bigger,
-        IMAGE_ENV,
+        IMAGE,
       ),
     ).toEqual(['shm_size: definition 536870912, running 1073741824']);
   });
@@ -97,7 +101,7 @@ describe('runtimeDifferences', () => {
       },
       ['DEBUG=1'],
     );
-    const found = runtimeDifferences(SPEC, body, running, IMAGE_ENV);
+    const found = runtimeDifferences(SPEC, body, running, IMAGE);
     expect(found).toEqual(
       expect.arrayContaining([
         'environment.DEBUG: definition none, running "1"',
@@ -125,7 +129,7 @@ describe('runtimeDifferences', () => {
       ],
     };
     expect(
-      runtimeDifferences(rendered, createBody({ spec: rendered, identity }), kollaMade(), IMAGE_ENV)[0],
+      runtimeDifferences(rendered, createBody({ spec: rendered, identity }), kollaMade(), IMAGE)[0],
     ).toMatch(/^config: /);
   });
 
@@ -134,10 +138,38 @@ describe('runtimeDifferences', () => {
       SPEC,
       body,
       { ...kollaMade(), Config: { ...kollaMade().Config, Image: 'kolla/nova-libvirt:2023.2' } },
-      IMAGE_ENV,
+      IMAGE,
     );
     expect(found).toContain(
       'image: definition "kolla/nova-libvirt:2024.1", running "kolla/nova-libvirt:2023.2"',
     );
+  });
+
+  it("compares a command, entrypoint or user the definition leaves to the image with the image's own", () => {
+    // kolla-ansible's `command:` on an image whose own command is another: an entry without it would lose it.
+    const libvirtd = { ...IMAGE, Entrypoint: null, Cmd: ['/usr/sbin/libvirtd'] };
+    const running = kollaMade();
+    const made = { ...running, Config: { ...running.Config, Entrypoint: null, User: 'neutron' } };
+    expect(runtimeDifferences(SPEC, body, made, libvirtd)).toEqual([
+      `command: definition the image's ["/usr/sbin/libvirtd"], running ["kolla_start"]`,
+      `user: definition the image's none, running "neutron"`,
+    ]);
+    const own = containerSpec('nova_libvirt', { ...SPEC, command: ['kolla_start'], user: 'neutron' });
+    expect(runtimeDifferences(own, createBody({ spec: own, identity }), made, libvirtd)).toEqual([]);
+  });
+});
+
+describe('scannedProcess', () => {
+  it("writes a command, entrypoint or user only where the container's is not the image's", () => {
+    const libvirtd = { Env: [], Entrypoint: null, Cmd: ['/usr/sbin/libvirtd'] };
+    expect(scannedProcess({ Image: 'x', Cmd: ['/usr/sbin/libvirtd'] }, libvirtd)).toEqual({});
+    expect(scannedProcess({ Image: 'x', Cmd: ['kolla_start'], User: 'nova' }, libvirtd)).toEqual({
+      command: ['kolla_start'],
+      user: 'nova',
+    });
+    // An entrypoint of its own: the image's command is dropped, so an empty one is not written.
+    expect(scannedProcess({ Image: 'x', Entrypoint: ['kolla_start'], Cmd: null }, libvirtd)).toEqual({
+      entrypoint: ['kolla_start'],
+    });
   });
 });
