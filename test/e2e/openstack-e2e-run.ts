@@ -33,7 +33,6 @@ import { uploadGuest, linuxBridgeL2 } from './openstack-vm-net.js';
 import { SpcdActions, type SpcdControl } from './openstack-actions.js';
 import { NetVariant, type RunParts, type VariantName } from './openstack-net-variant.js';
 import {
-  leaveLinuxBridge,
   OVS_VOLUMES,
   ovsComputeFiles,
   ovsHostDown,
@@ -41,7 +40,10 @@ import {
   OVS_COMPUTE_SET,
   ovsVariant,
 } from './openstack-ovs.js';
-import { ovsSummaryLine, summaryLine, VSWITCHD_STEP } from './openstack-summary.js';
+import { adoptSummaryLine, ovsSummaryLine, summaryLine, VSWITCHD_STEP } from './openstack-summary.js';
+import { Adoption } from './openstack-adopt.js';
+import { ADOPT_STEPS } from './openstack-adopt-steps.js';
+import { KOLLA_NAMES, KollaComputeHost } from './openstack-kolla.js';
 import { computeUpSince, type Acted, type StepResult } from './openstack-steps.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance } from '../support/docker.js';
@@ -79,8 +81,9 @@ export class OpenStackE2eRun {
   hostNet: HostNet | undefined;
   /** Every Neutron port the run saw (VMs' and DHCP's): their devices are removed at the end. */
   readonly portIds = new Set<string>();
-  /** 1 once Nova stopped, started and deleted the VMs. */
+  /** 1 once Nova stopped, started and deleted the VMs (Linux bridge; the adoption variant's). */
   managed = 0;
+  adoptManaged = 0;
   /** Containers restarted during the RabbitMQ outage step (undefined: the step did not run). */
   rabbitOutageRestarts: number | undefined;
   readonly ctl: SpcdControl;
@@ -88,6 +91,9 @@ export class OpenStackE2eRun {
   /** The Linux bridge variant (container-sets/linuxbridge/compute.yaml) and the Open vSwitch one (container-sets/compute.yaml). */
   readonly lb: NetVariant;
   readonly ovs: NetVariant;
+  /** The same host built by kolla-ansible and adopted by spcd (openstack-adopt.ts). */
+  readonly adopt: NetVariant;
+  adoption: Adoption | undefined;
   /** The variant whose compute set spcd runs now. */
   current: NetVariant;
   /** 1 when each compute set spcd ran was the shipped file, byte for byte (checked when written). */
@@ -95,7 +101,8 @@ export class OpenStackE2eRun {
   ovsShippedSet = 0;
   private hadRunLibvirt = true; // /run/libvirt was there before the run (else the run removes it)
   private ovsRunWas = new Set<string>();
-  private rendering: Rendering | undefined;
+  /** The host files' rendering for this run (set by `setUp`). */
+  rendering: Rendering | undefined;
 
   constructor(private readonly o: OpenStackE2eOptions) {
     this.ctl = {
@@ -129,7 +136,11 @@ export class OpenStackE2eRun {
       ovsVariant(() => this.hostNet!.iface, this.name('openvswitch_vswitchd')),
       parts,
     );
-    this.current = o.network === 'ovs' ? this.ovs : this.lb;
+    this.adopt = new NetVariant(
+      { ...ovsVariant(() => this.hostNet!.iface, 'openvswitch_vswitchd'), name: 'adopt' },
+      parts,
+    );
+    this.current = o.network === 'ovs' || o.network === 'adopt' ? this.ovs : this.lb;
   }
 
   /** The OpenStack client (set up by `setUp`). */
@@ -188,8 +199,10 @@ export class OpenStackE2eRun {
       computeHost(sb, r);
       this.ovsShippedSet = ovsComputeFiles(sb, r);
     } else this.shippedSet = computeHost(sb, r);
+    this.adoption = new Adoption(this, new KollaComputeHost(root, sb.instance));
     await this.bringUp();
-    await this.current.start();
+    // The adoption variant alone starts from spcd's Open vSwitch set with no VMs on it.
+    if (this.o.network !== 'adopt') await this.current.start();
     await vmsh('api-probe', [join(root, 'libvirt'), IMAGE_11, sb.instance]);
   }
 
@@ -220,7 +233,7 @@ export class OpenStackE2eRun {
   }
 
   /** nova-compute up in Nova with a heartbeat after `since`; a failed bootstrap task ends the wait at once. */
-  private async computeUp(since: number, timeoutMs: number): Promise<void> {
+  async computeUp(since: number, timeoutMs: number): Promise<void> {
     const came = await waitFor(
       'nova-compute up in Nova (the sets bootstrapped)',
       async () => {
@@ -237,35 +250,6 @@ export class OpenStackE2eRun {
       );
   }
 
-  /**
-   * From the Linux bridge variant to the Open vSwitch one on the same control
-   * plane: the Linux bridge VMs and network deleted, the shipped Open vSwitch
-   * compute set and its host overrides written, spcd reloaded (it removes the
-   * Linux bridge agent, starts Open vSwitch and its agent, and replaces the
-   * containers whose config changed: nova_compute, the DHCP agent), nova-compute
-   * up again; then the variant starts.
-   */
-  async switchToOvs(): Promise<void> {
-    const t0 = Date.now();
-    await this.lb.remove();
-    for (const vm of this.lb.vms)
-      await waitFor(`${vm.domain} gone from Nova`, async () => (await this.os!.server(vm.id)) === undefined, {
-        timeoutMs: 300_000,
-        intervalMs: 1000,
-      });
-    this.ovsShippedSet = ovsComputeFiles(this.sb!, this.rendering!);
-    const tReload = Date.now();
-    await this.api.post('/v1/reload', {});
-    console.log(
-      `switch: reloaded; linux bridge leftovers: ${(await leaveLinuxBridge(this.os!, this.hostNet!.iface)).join(', ') || 'none'}`,
-    );
-    this.current = this.ovs;
-    await this.computeUp(tReload, 900_000);
-    console.log(`switch: nova-compute up ${((Date.now() - tReload) / 1000).toFixed(1)} s after the reload`);
-    await this.ovs.start();
-    console.log(`switch to Open vSwitch took ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  }
-
   /** One checked step of the current variant. */
   step(label: string, act: () => Promise<Acted>): Promise<StepResult> {
     return this.current.step(label, act);
@@ -274,11 +258,12 @@ export class OpenStackE2eRun {
   /** Removes everything the run made, then prints (and writes) the summary lines. */
   async tearDown(): Promise<void> {
     const { made, hostNet, sb, os } = this;
-    const vms = [...this.lb.vms, ...this.ovs.vms];
-    for (const v of [this.lb, this.ovs]) this.unclosedPings(v);
+    const variants = [this.lb, this.ovs, this.adopt];
+    const vms = variants.flatMap((v) => v.vms);
+    for (const v of variants) this.unclosedPings(v);
     // Nova removes what it can; the rest goes by PID and by id.
     if (os) {
-      for (const v of [this.lb, this.ovs])
+      for (const v of variants)
         await v.remove().catch((e: Error) => console.log(`${v.spec.name}: ${e.message}`));
       for (const id of made.images) await os.deleteImage(id).catch(() => undefined);
       if (made.flavor)
@@ -299,13 +284,14 @@ export class OpenStackE2eRun {
         console.log(`cleanup ${vm.domain}: ${JSON.stringify(c)}`);
       }
       await cleanupInstance(sb.instance);
+      console.log(`kolla host removed: ${(await this.adoption?.host.down())?.join(',') || 'nothing'}`);
       computeHostDown(this.hadRunLibvirt);
       console.log(`ovs volumes removed: ${removeVolumes(OVS_VOLUMES).join(',') || 'none'}`);
       console.log(`ovs host: ${(await ovsHostDown(this.ovsRunWas)).join(', ') || 'nothing'}`);
       // After the containers are gone: an agent still running (spcd leaves
       // containers running when it stops) would put its chains back.
       if (hostNet) {
-        const networks = [this.lb, this.ovs].flatMap((v) => (v.made.network ? [v.made.network] : []));
+        const networks = variants.flatMap((v) => (v.made.network ? [v.made.network] : []));
         const ids = { ports: [...this.portIds], networks };
         const removed = await hostNetworkDown(hostNet, ids).catch((e: Error) => [`error: ${e.message}`]);
         const left = await hostNetworkLeft(hostNet, ids);
@@ -339,7 +325,7 @@ export class OpenStackE2eRun {
   private summaries(): string[] {
     console.log(`openstack_e2e_total_s=${((Date.now() - this.o.t0) / 1000).toFixed(1)}`);
     const out: string[] = [];
-    if (this.o.network !== 'ovs')
+    if (this.o.network === 'all' || this.o.network === 'lb')
       out.push(
         summaryLine({
           results: this.lb.results,
@@ -352,7 +338,7 @@ export class OpenStackE2eRun {
           ping: this.lb.ping,
         }),
       );
-    if (this.o.network !== 'lb')
+    if (this.o.network === 'all' || this.o.network === 'ovs')
       out.push(
         ovsSummaryLine(
           {
@@ -366,6 +352,24 @@ export class OpenStackE2eRun {
           this.ovs.windows.find((w) => w.name === VSWITCHD_STEP),
         ),
       );
+    if (this.o.network === 'all' || this.o.network === 'adopt') out.push(this.adoptLine());
     return out;
+  }
+
+  private adoptLine(): string {
+    const f = this.adoption?.figures;
+    return adoptSummaryLine({
+      results: this.adopt.results,
+      checked: ADOPT_STEPS * this.o.vms,
+      steps: ADOPT_STEPS,
+      networkOk: this.adopt.networkOk,
+      ping: this.adopt.ping,
+      managed: this.adoptManaged,
+      containers: KOLLA_NAMES.length,
+      adopted: f?.adopted ?? 0,
+      restarts: f?.restarts ?? Number.NaN,
+      unitsRetired: f?.unitsRetired ?? 0,
+      adoptS: f?.adoptS ?? Number.NaN,
+    });
   }
 }

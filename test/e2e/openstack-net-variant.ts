@@ -37,7 +37,7 @@ export interface RunParts {
   readonly portIds: Set<string>;
 }
 
-export type VariantName = 'lb' | 'ovs';
+export type VariantName = 'lb' | 'ovs' | 'adopt';
 
 export interface VariantSpec {
   readonly name: VariantName;

@@ -37,6 +37,7 @@ import { pingReport, reportLines, VM_IPS, waitReplyAfter } from './openstack-pin
 import { lostElsewhere, OVSDB_STEP, VSWITCHD_STEP } from './openstack-summary.js';
 import type { Acted } from './openstack-steps.js';
 import { OVS_COMPUTE_SET } from './openstack-ovs.js';
+import { switchToOvs } from './openstack-switch.js';
 
 /**
  * Steps 4, 5 and 8 (SIGKILL of spcd mid agent upgrade, the control restarts,
@@ -101,7 +102,7 @@ export function ovsSteps(e2e: OpenStackE2eRun, o: OvsStepOptions): void {
   describe('Open vSwitch: the shipped compute set, every lost packet counted', () => {
     it.runIf(o.switchFirst)(
       'switch the compute host to the shipped Open vSwitch set, two VMs on it',
-      () => e2e.switchToOvs(),
+      () => switchToOvs(e2e),
       1_800_000,
     );
     it(

@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import { waitFor } from '../support/wait.js';
 import type { EventTap, SpcdApi } from './libvirt-e2e-harness.js';
 import { vmsh } from './libvirt-e2e-harness.js';
-import type { ConsoleWatch } from './openstack-e2e-harness.js';
-import { qemuOf, type QemuProcess } from './openstack-e2e-harness.js';
+import { ConsoleWatch, qemuOf, type QemuProcess } from './openstack-e2e-harness.js';
 import { novaTime, type OpenStack } from './openstack-client.js';
 
 export interface Vm {
@@ -241,6 +240,42 @@ export function consoleLog(instancesRoot: string, serverId: string): string {
 /** The qemu of a freshly booted server, once libvirt wrote its pid file. */
 export async function waitQemu(libvirtRoot: string, domain: string): Promise<QemuProcess> {
   return waitFor(`qemu of ${domain}`, () => qemuOf(libvirtRoot, domain), {
+    timeoutMs: 60_000,
+    intervalMs: 500,
+  });
+}
+
+/**
+ * Nova still manages the variant's VMs after everything spcd did under
+ * them: it stops the first (its qemu gone) and starts it again (a new qemu,
+ * its counter from 0 in a new console.log), and deletes the second (its
+ * qemu gone).
+ */
+export async function novaManages(os: OpenStack, libvirtRoot: string, vms: readonly Vm[]): Promise<void> {
+  const [a, b] = vms as [Vm, Vm];
+  const status = (id: string, want: string, what: string): Promise<unknown> =>
+    waitFor(what, async () => (await os.server(id))?.status === want, {
+      timeoutMs: 300_000,
+      intervalMs: 1000,
+    });
+  await os.action(a.id, 'os-stop');
+  await status(a.id, 'SHUTOFF', 'VM 1 SHUTOFF');
+  if (qemuOf(libvirtRoot, a.domain)) throw new Error(`${a.domain}'s qemu still runs after Nova stopped it`);
+  await os.action(a.id, 'os-start');
+  await status(a.id, 'ACTIVE', 'VM 1 ACTIVE again');
+  const q = await waitQemu(libvirtRoot, a.domain);
+  if (q.pid === a.qemu.pid) throw new Error(`${a.domain} started with its old qemu ${q.pid}`);
+  const fresh = new ConsoleWatch(a.console.file);
+  await waitFor('VM 1 counting again', () => fresh.ticks.some((t) => t.n >= 2), {
+    timeoutMs: 300_000,
+    intervalMs: 500,
+  }).finally(() => fresh.stop());
+  await os.deleteServer(b.id);
+  await waitFor('VM 2 gone from Nova', async () => (await os.server(b.id)) === undefined, {
+    timeoutMs: 300_000,
+    intervalMs: 1000,
+  });
+  await waitFor('VM 2 qemu gone', () => qemuOf(libvirtRoot, b.domain) === undefined, {
     timeoutMs: 60_000,
     intervalMs: 500,
   });

@@ -129,3 +129,35 @@ export function ovsSummaryLine(
     ` vswitchd_window_ms=${gap} lost_elsewhere=${elsewhere}`
   );
 }
+
+export interface AdoptSummaryInput {
+  readonly results: readonly StepResult[];
+  readonly checked: number;
+  readonly steps: number;
+  readonly networkOk: number;
+  readonly ping: PingReport | undefined;
+  readonly managed: number;
+  readonly containers: number;
+  readonly adopted: number;
+  /** Adopted containers whose id, StartedAt or RestartCount changed (0, or the variant fails). */
+  readonly restarts: number;
+  readonly unitsRetired: number;
+  readonly adoptS: number;
+}
+
+/**
+ * The adoption variant's line (test/e2e/openstack-adopt-steps.ts): the
+ * takeover's counts first, then the VMs through every step after it, and
+ * the pings of the whole variant (no loss allowed anywhere).
+ */
+export function adoptSummaryLine(s: AdoptSummaryInput): string {
+  const vmSteps = s.results.reduce((n, r) => n + r.vmsOk, 0);
+  const census = s.results.reduce((n, r) => n + r.censusMismatches, 0);
+  const p = s.ping;
+  return (
+    `adopted=${s.adopted}/${s.containers} adopt_restarts=${s.restarts} units_retired=${s.unitsRetired} ` +
+    `vm_ping_lost=${p ? p.lost : 'nan'} openstack_vms_survived=${vmSteps}/${s.checked} nova_managed_after=${s.managed} ` +
+    `adopt_s=${Number.isFinite(s.adoptS) ? s.adoptS.toFixed(1) : 'nan'} census_mismatches=${census} network_ok=${s.networkOk}/${s.steps} ` +
+    `vm_ping_sent=${p ? p.sent : 0} max_ping_gap_ms=${p ? p.maxGapMs : 'nan'} ns_ping_sent=${p ? p.nsSent : 0} ns_ping_lost=${p ? p.nsLost : 'nan'}`
+  );
+}

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# npm run e2e:openstack — the OpenStack end-to-end test on its own (issue #12,
-# docs/explanation/openstack-proof.md): builds or reuses the images and the guest (inside
+# npm run e2e:openstack — the OpenStack end-to-end test on its own
+# (docs/explanation/openstack-proof.md): builds or reuses the images and the guest (inside
 # the test; all cached by input hash), runs
 # test/integration/openstack-e2e.test.ts through vitest, and prints the total
 # time and the summary lines LAST, one per network variant (SPCD_E2E_NETWORK=all,
-# the default: the Linux bridge variant, then the Open vSwitch one on the same
-# control plane; lb or ovs: that one alone). The Linux bridge line:
+# the default: the Linux bridge variant, then the Open vSwitch one, then the
+# same host built by kolla-ansible and adopted, on the same control plane; lb,
+# ovs or adopt: that one alone; npm run e2e:adopt is adopt). The Linux bridge line:
 #   openstack_vms_survived=K/N nova_managed_after=0|1 census_mismatches=M shipped_set=1 rabbit_outage_restarts=R dockerd_restart_vm_lost=D max_libvirt_window_s=X max_compute_up_s=Y compute_up_floor_s=F dockerd_compute_up_s=E network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L
 #   (T checked steps: 7 (5 with SPCD_E2E_LB_AGENT_STEPS=0), plus one per control container, plus the compute-set upgrade, plus the RabbitMQ outage, plus a dockerd restart with live-restore on (none with SPCD_E2E_DOCKERD_STEPS=0) and one with it off (none with SPCD_E2E_DOCKERD_OFF=0); N = 2 T)
 # The Open vSwitch line (test/e2e/openstack-ovs-steps.ts):
 #   network=ovs ovs_vms_survived=K/N census_mismatches=M shipped_set=1 network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L ovsdb_upgrade_lost=D vswitchd_upgrade_lost=V vswitchd_window_ms=W lost_elsewhere=0
 #   (T = 7 + the control containers restarted: neutron_server, the DHCP agent and RabbitMQ, every one with
 #   SPCD_E2E_OVS_CONTROL=all; this script sets SPCD_E2E_OVS_STEPS=full, the CI lane runs 5 steps)
+# The adoption line (test/e2e/openstack-adopt-steps.ts):
+#   adopted=K/N adopt_restarts=0 units_retired=U vm_ping_lost=0 openstack_vms_survived=S/S nova_managed_after=1 adopt_s=T census_mismatches=M network_ok=S/T vm_ping_sent=N max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L
+#   (checked: every container adopted and none restarted, every unit retired, no packet lost anywhere)
 # Exit status: vitest's (0 when every test passed), non-zero on any lost VM or lost ping packet
 # (between the VMs, or from the DHCP namespace to them; in the Open vSwitch variant, outside
 # the upgrades of openvswitch_db and vswitchd and the whole set's, which are measured).
@@ -20,7 +24,7 @@
 #   SPCD_E2E_LB_AGENT_STEPS=0 (leave out steps 6 and 7, the Linux bridge agent's),
 #   SPCD_E2E_DOCKERD_STEPS=0 (leave out steps 11 and 12, the restarts of dockerd),
 #   SPCD_E2E_DOCKERD_OFF=0 (leave out step 12, dockerd restarted with live-restore off),
-#   SPCD_E2E_NETWORK=all|lb|ovs (the network variants), SPCD_E2E_OVS_CONTROL=all,
+#   SPCD_E2E_NETWORK=all|lb|ovs|adopt (the variants), SPCD_E2E_OVS_CONTROL=all,
 #   SPCD_E2E_OVS_STEPS=ci (the CI lane's shorter list of Open vSwitch steps).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -47,6 +51,12 @@ if [ -s "$summary" ]; then
     ovs=$(grep '^network=ovs ' "$summary")
     grep -q ' ovs_vms_survived=\([0-9]*\)/\1 census_mismatches=0 shipped_set=1 ' <<<"$ovs" || [ "$rc" != 0 ] || rc=1
     grep -q ' lost_elsewhere=0\( \|$\)' <<<"$ovs" || [ "$rc" != 0 ] || rc=1
+  fi
+  if grep -q '^adopted=' "$summary"; then
+    ad=$(grep '^adopted=' "$summary")
+    grep -q '^adopted=\([0-9]*\)/\1 adopt_restarts=0 units_retired=\1 vm_ping_lost=0 openstack_vms_survived=\([0-9]*\)/\2 nova_managed_after=1 ' <<<"$ad" || [ "$rc" != 0 ] || rc=1
+    grep -q ' census_mismatches=0 ' <<<"$ad" || [ "$rc" != 0 ] || rc=1
+    grep -q ' ns_ping_lost=0$' <<<"$ad" || [ "$rc" != 0 ] || rc=1
   fi
 else
   # The test did not get as far as its summary (e.g. vitest could not start).

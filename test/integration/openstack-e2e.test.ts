@@ -49,25 +49,19 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IMAGE_11 } from '../e2e/libvirt-e2e-harness.js';
-import {
-  CONTROL_SET,
-  ConsoleWatch,
-  OPENSTACK_IMAGE,
-  OPENSTACK_NEXT_IMAGE,
-  qemuOf,
-} from '../e2e/openstack-e2e-harness.js';
+import { CONTROL_SET, OPENSTACK_IMAGE, OPENSTACK_NEXT_IMAGE } from '../e2e/openstack-e2e-harness.js';
 import { pingReport, reportLines, VM_IPS, waitReplyAfter } from '../e2e/openstack-ping.js';
 import * as cs from '../e2e/openstack-control-steps.js';
 import { pingProcesses } from '../e2e/ns-ping.js';
 import { amongDeletes, portRevisions, waitPortsSetUpAgain } from '../e2e/openstack-vm-net.js';
 import { OpenStackE2eRun, type NetworkChoice } from '../e2e/openstack-e2e-run.js';
 import { ovsControl, ovsStepCount, ovsSteps } from '../e2e/openstack-ovs-steps.js';
+import { adoptSteps } from '../e2e/openstack-adopt-steps.js';
 import { DOCKERD_STEP } from '../e2e/openstack-summary.js';
 import { rabbitOutage, type OutageResult } from '../e2e/openstack-outage-steps.js';
 import { DaemonConfig, dockerdRestart, type DockerdResult } from '../e2e/openstack-dockerd-steps.js';
-import { waitQemu, type Acted } from '../e2e/openstack-steps.js';
+import { novaManages, type Acted } from '../e2e/openstack-steps.js';
 import { REPO } from '../support/daemon.js';
-import { waitFor } from '../support/wait.js';
 
 /**
  * Steps 6 and 7 (the Linux bridge agent's upgrade, and SIGKILL during it)
@@ -112,8 +106,8 @@ const VMS = 2;
  * (test/e2e/openstack-ovs-steps.ts); `lb` or `ovs` runs one.
  */
 const NETWORK = (process.env.SPCD_E2E_NETWORK ?? 'all') as NetworkChoice;
-if (!['all', 'lb', 'ovs'].includes(NETWORK))
-  throw new Error(`SPCD_E2E_NETWORK=${NETWORK}: expected all, lb or ovs`);
+if (!['all', 'lb', 'ovs', 'adopt'].includes(NETWORK))
+  throw new Error(`SPCD_E2E_NETWORK=${NETWORK}: expected all, lb, ovs or adopt`);
 const OVS_CONTROL = ovsControl(CONTROL);
 const SPCD_ARGS = ['--templates', join(REPO, 'templates'), '--gate-deadline', '600s'];
 const T0 = Date.now();
@@ -150,7 +144,7 @@ afterAll(async () => {
   await e2e.tearDown();
 }, 600_000);
 
-describe.runIf(CONTROL_READY && NETWORK !== 'ovs')(
+describe.runIf(CONTROL_READY && (NETWORK === 'all' || NETWORK === 'lb'))(
   'Nova VMs survive spcd upgrading everything under them, and Nova still manages them',
   () => {
     /** One step: after it, every VM survived and the network is whole. */
@@ -318,40 +312,12 @@ describe.runIf(CONTROL_READY && NETWORK !== 'ovs')(
     }, 180_000);
 
     it('Nova still manages them: stops and starts one VM, deletes the other', async () => {
-      const { openstack: os, root } = e2e;
-      const [a, b] = vms;
-      await os.action(a!.id, 'os-stop');
-      await waitFor('VM 1 SHUTOFF', async () => (await os.server(a!.id))?.status === 'SHUTOFF', {
-        timeoutMs: 300_000,
-        intervalMs: 1000,
-      });
-      expect(qemuOf(join(root, 'libvirt'), a!.domain)).toBeUndefined();
-      await os.action(a!.id, 'os-start');
-      await waitFor('VM 1 ACTIVE again', async () => (await os.server(a!.id))?.status === 'ACTIVE', {
-        timeoutMs: 300_000,
-        intervalMs: 1000,
-      });
-      const q = await waitQemu(join(root, 'libvirt'), a!.domain);
-      expect(q.pid).not.toBe(a!.qemu.pid);
-      // A new boot: the counter starts again from 0 in the new console.log.
-      const fresh = new ConsoleWatch(a!.console.file);
-      await waitFor('VM 1 counting again', () => fresh.ticks.some((t) => t.n >= 2), {
-        timeoutMs: 300_000,
-        intervalMs: 500,
-      }).finally(() => fresh.stop());
-      await os.deleteServer(b!.id);
-      await waitFor('VM 2 gone from Nova', async () => (await os.server(b!.id)) === undefined, {
-        timeoutMs: 300_000,
-        intervalMs: 1000,
-      });
-      await waitFor('VM 2 qemu gone', () => qemuOf(join(root, 'libvirt'), b!.domain) === undefined, {
-        timeoutMs: 60_000,
-        intervalMs: 500,
-      });
+      await novaManages(e2e.openstack, join(e2e.root, 'libvirt'), vms);
       e2e.managed = 1;
     }, 1_200_000);
   },
 );
 
-if (CONTROL_READY && NETWORK !== 'lb')
+if (CONTROL_READY && (NETWORK === 'all' || NETWORK === 'ovs'))
   ovsSteps(e2e, { switchFirst: NETWORK === 'all', control: OVS_CONTROL });
+if (CONTROL_READY && (NETWORK === 'all' || NETWORK === 'adopt')) adoptSteps(e2e);

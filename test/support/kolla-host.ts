@@ -1,12 +1,9 @@
-import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { REPO, sandbox } from './daemon.js';
+import { sandbox } from './daemon.js';
 import { docker } from './docker.js';
-import { systemdBoxRun } from './systemd-box.js';
-import { waitFor } from './wait.js';
+import { COMMON, DOCKER, KollaBox, run } from './kolla-box.js';
 
 /**
  * A compute host as kolla-ansible 2024.1 builds it, built here by
@@ -27,69 +24,15 @@ import { waitFor } from './wait.js';
  * same container id, the same State.StartedAt, no restart, also after a
  * SIGKILL of spcd and a new spcd.
  */
-export const run = promisify(execFile);
-export const DOCKER = '/usr/bin/docker';
-export const IMAGE = 'spcd-e2e/kolla-ansible-host:bookworm';
+export { COMMON, DOCKER, run };
 export const KOLLA_IMAGE = 'spcd-e2e/kolla-runtime:bookworm';
-export const PEER = join(REPO, '..', 'shared', 'peers', 'kolla-ansible-2024.1');
 export const sb = sandbox('adopt-kolla');
 export const box = `spcd-${sb.instance}-host`;
 export const n = (kolla: string): string => `${sb.instance}-${kolla}`;
 export const ETC_KOLLA = join(sb.root, 'etc', 'kolla');
 export const SET = 'kolla';
-
-/** Every capability Docker 20.10 knows but SYS_RESOURCE, which this VM's bounding set lacks: what `privileged: true` becomes here. */
-export const CAPS = [
-  'AUDIT_CONTROL',
-  'AUDIT_READ',
-  'AUDIT_WRITE',
-  'BLOCK_SUSPEND',
-
-  'CHOWN',
-  'DAC_OVERRIDE',
-  'DAC_READ_SEARCH',
-  'FOWNER',
-  'FSETID',
-  'IPC_LOCK',
-  'IPC_OWNER',
-  'KILL',
-  'LEASE',
-  'LINUX_IMMUTABLE',
-  'MAC_ADMIN',
-  'MAC_OVERRIDE',
-  'MKNOD',
-  'NET_ADMIN',
-  'NET_BIND_SERVICE',
-  'NET_BROADCAST',
-  'NET_RAW',
-
-  'SETFCAP',
-  'SETGID',
-  'SETPCAP',
-  'SETUID',
-  'SYSLOG',
-  'SYS_ADMIN',
-  'SYS_BOOT',
-  'SYS_CHROOT',
-  'SYS_MODULE',
-  'SYS_NICE',
-  'SYS_PACCT',
-  'SYS_PTRACE',
-  'SYS_RAWIO',
-  'SYS_TIME',
-  'SYS_TTY_CONFIG',
-  'WAKE_ALARM',
-];
-
-/** kolla-ansible's docker_common_options (group_vars/all.yml), as the roles pass them. */
-export const COMMON = {
-  environment: { KOLLA_CONFIG_STRATEGY: 'COPY_ALWAYS' },
-  restart_policy: 'unless-stopped',
-  restart_retries: '10',
-  graceful_timeout: '60',
-  client_timeout: '120',
-  container_engine: 'docker',
-};
+// The config folders at the same path as on the host: the engine resolves bind sources there.
+const kollaBox = new KollaBox(box, [`${sb.root}:${sb.root}`]);
 
 export interface KollaService {
   readonly kolla: string;
@@ -149,33 +92,17 @@ export const SERVICES: readonly KollaService[] = [
   },
 ];
 
-export const inBox = async (script: string, timeout = 120_000): Promise<string> =>
-  (await run(DOCKER, ['exec', box, 'sh', '-c', script], { encoding: 'utf8', timeout })).stdout;
+export const inBox = (script: string, timeout = 120_000): Promise<string> => kollaBox.sh(script, timeout);
 
-/** kolla_container, as a role's handler calls it (action recreate_or_restart_container). */
-export async function kollaContainer(s: KollaService): Promise<string> {
-  const { environment, volumes, ...rest } = s.params as {
-    environment?: Record<string, string>;
-    volumes: string[];
-  };
-  const args = {
-    action: 'recreate_or_restart_container',
-    common_options: COMMON,
+/** kolla_container, as a role's handler calls it (privileged in the roles: CAPS here). */
+export function kollaContainer(s: KollaService): Promise<string> {
+  return kollaBox.container({
     name: n(s.kolla),
     image: KOLLA_IMAGE,
-    // privileged: true in the roles; this VM cannot start it (see CAPS)
-    privileged: false,
-    cap_add: CAPS,
-    ...(environment ? { environment } : {}),
-    ...rest,
-    volumes: [`${join(ETC_KOLLA, s.folder)}/:/var/lib/kolla/config_files/:ro`, ...volumes],
-    dimensions: {},
-  };
-  const env = `ANSIBLE_LIBRARY=${PEER}/library ANSIBLE_MODULE_UTILS=${PEER}/module_utils ANSIBLE_NOCOLOR=1`;
-  // A failed module exits non-zero: its output (the module's message) is what the test shows.
-  return inBox(
-    `${env} ansible localhost -c local -m kolla_container -a '${JSON.stringify(args)}' 2>&1 || true`,
-  );
+    configDir: join(ETC_KOLLA, s.folder),
+    params: s.params,
+    privileged: true,
+  });
 }
 
 export interface Running {
@@ -201,9 +128,6 @@ export async function running(name: string): Promise<Running> {
  */
 export function kollaHostStand(services: boolean): void {
   beforeAll(async () => {
-    execFileSync('bash', [join(REPO, 'scripts/kolla-ansible-host/build-image.sh')], {
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
     for (const s of services ? SERVICES : []) {
       mkdirSync(join(ETC_KOLLA, s.folder), { recursive: true });
       // Kolla's config.json; the service's own command would need a control plane: a long sleep stands in.
@@ -212,26 +136,7 @@ export function kollaHostStand(services: boolean): void {
         JSON.stringify({ command: 'sleep infinity', config_files: [] }, null, 4),
       );
     }
-    execFileSync(
-      DOCKER,
-      systemdBoxRun(
-        box,
-        [
-          `${DOCKER}:/usr/bin/docker:ro`,
-          `${PEER}:${PEER}:ro`,
-          // the config folders at the same path as on the host: the engine resolves bind sources there
-          `${sb.root}:${sb.root}`,
-        ],
-        IMAGE,
-      ),
-    );
-    await waitFor(
-      'systemd up',
-      async () => /running|degraded/.test(await inBox('systemctl is-system-running || true')),
-      {
-        timeoutMs: 60_000,
-      },
-    );
+    await kollaBox.up();
     for (const s of services ? SERVICES : []) {
       const out = await kollaContainer(s);
       expect(out, out).toMatch(/CHANGED/);
@@ -239,7 +144,7 @@ export function kollaHostStand(services: boolean): void {
   }, 900_000);
 
   afterAll(async () => {
-    await run(DOCKER, ['rm', '-f', box]).catch(() => undefined);
+    await kollaBox.down();
     for (const s of SERVICES)
       await docker()
         .getContainer(n(s.kolla))

@@ -1,0 +1,253 @@
+/**
+ * The adoption variant of the OpenStack end-to-end test
+ * (docs/explanation/openstack-proof.md, "Adopting a kolla-ansible host"):
+ * on the same control plane, the compute host becomes one that
+ * kolla-ansible built (openstack-kolla.ts), two VMs boot on it, and spcd
+ * takes it over as an operator does (docs/how-to/adopt.md): the scan
+ * reviewed and kept as the set, the plan read, the units retired, each
+ * container adopted on the operator's word, spcd killed with SIGKILL twice
+ * in the middle. Then its upgrades and a config change go through spcd.
+ */
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import yaml from 'js-yaml';
+import type { PlanView } from '../../agent/api/types.js';
+import { runSpcctl } from '../support/cli-run.js';
+import { docker } from '../support/docker.js';
+import { DOCKER, run } from '../support/kolla-box.js';
+import { waitFor } from '../support/wait.js';
+import type { OpenStackE2eRun } from './openstack-e2e-run.js';
+import { KOLLA_NAMES, started, type KollaComputeHost, type Started } from './openstack-kolla.js';
+import { OVS_COMPUTE_SET } from './openstack-ovs.js';
+import type { Acted } from './openstack-steps.js';
+
+export const ADOPT_SET = 'kolla';
+
+type Entry = Record<string, unknown>;
+type SetDoc = { containers?: Record<string, Entry>; sets?: Record<string, SetDoc> };
+
+/** Every container entry of a set file, nested sets included. */
+function entries(doc: SetDoc): Map<string, Entry> {
+  const out = new Map<string, Entry>(Object.entries(doc.containers ?? {}));
+  for (const s of Object.values(doc.sets ?? {})) for (const [k, v] of entries(s)) out.set(k, v);
+  return out;
+}
+
+/** What the adoption variant counts (the summary line's adopt fields). */
+export interface AdoptFigures {
+  adopted: number;
+  restarts: number;
+  unitsRetired: number;
+  adoptS: number;
+}
+
+export class Adoption {
+  /** Each container as kolla-ansible started it: adoption keeps all of it. */
+  readonly before = new Map<string, Started>();
+  readonly figures: AdoptFigures = { adopted: 0, restarts: Number.NaN, unitsRetired: 0, adoptS: Number.NaN };
+  private hostOverrides: { containers?: Record<string, Entry>; values?: unknown } = {};
+
+  constructor(
+    private readonly e2e: OpenStackE2eRun,
+    readonly host: KollaComputeHost,
+  ) {}
+
+  private get setsDir(): string {
+    return this.e2e.sb!.setsDir;
+  }
+
+  private readonly cli = (...args: string[]): Promise<{ code: number; out: string; err: string }> =>
+    runSpcctl(['--socket', this.e2e.sb!.socket, ...args], {});
+
+  /**
+   * spcd's compute set out (its containers removed with the set), the host
+   * rebuilt by kolla-ansible's module with the config spcd rendered, Nova's
+   * compute up on it.
+   */
+  async switchHost(): Promise<void> {
+    const sb = this.e2e.sb!;
+    this.host.copyConfig(join(sb.stateDir, 'config'));
+    const overridesFile = join(sb.root, 'overrides.yaml');
+    this.hostOverrides = yaml.load(readFileSync(overridesFile, 'utf8')) as typeof this.hostOverrides;
+    // The network set's own overrides stay; the compute containers' go with their set.
+    const keep = Object.entries(this.hostOverrides.containers ?? {}).filter(
+      ([n]) => !KOLLA_NAMES.includes(n),
+    );
+    writeFileSync(
+      overridesFile,
+      yaml.dump({ containers: Object.fromEntries(keep), values: this.hostOverrides.values }),
+    );
+    rmSync(join(this.setsDir, 'compute.yaml'));
+    await this.e2e.api.post('/v1/reload', {});
+    await waitFor(
+      "spcd's compute containers removed",
+      async () => (await Promise.all(KOLLA_NAMES.map((n) => exists(n)))).every((e) => !e),
+      { timeoutMs: 600_000, intervalMs: 1000 },
+    );
+    const tUp = Date.now();
+    await this.host.up();
+    console.log(`kolla host: units ${(await this.host.unitStates()).join(' ')}`);
+    for (const n of KOLLA_NAMES) this.before.set(n, await started(n));
+    await this.e2e.computeUp(tUp, 900_000);
+    console.log(
+      `kolla host: nova-compute up ${((Date.now() - tUp) / 1000).toFixed(1)} s after the first container`,
+    );
+  }
+
+  /**
+   * The scan, reviewed: spcd's checks added to each entry (the shipped
+   * set's, with this host's overrides of them), and nova_libvirt's role and
+   * domain census, as the runbook says.
+   */
+  private async reviewedScan(): Promise<string> {
+    const scan = await this.cli('adopt', 'scan', ADOPT_SET, '--only', KOLLA_NAMES.join(','));
+    if (scan.code !== 0) throw new Error(`adopt scan: ${scan.err}`);
+    const doc = yaml.load(scan.out) as SetDoc;
+    const shipped = entries(yaml.load(readFileSync(OVS_COMPUTE_SET, 'utf8')) as SetDoc);
+    for (const [name, entry] of Object.entries(doc.containers ?? {})) {
+      const from = shipped.get(name) ?? {};
+      const checks = this.hostOverrides.containers?.[name]?.healthchecks ?? from.healthchecks;
+      if (checks) entry.healthchecks = checks;
+      for (const k of ['role', 'census'] as const) if (from[k] !== undefined) entry[k] = from[k];
+    }
+    const header = scan.out.split('\n').filter((l) => l.startsWith('#'));
+    return `${header.join('\n')}\n# Reviewed: spcd's checks added, with nova_libvirt's role and census.\n${yaml.dump(doc)}`;
+  }
+
+  /** The plan on the kept set: adopt for each, not blocked, and nothing else for them. */
+  private async planSaysAdopt(): Promise<void> {
+    const plan = await this.cli('plan', '-o', 'json');
+    const view = JSON.parse(plan.out) as PlanView;
+    const mine = view.items.filter((i) => KOLLA_NAMES.includes(i.container));
+    const ok = mine.filter((i) => i.action === 'adopt' && !i.reason.startsWith('blocked'));
+    if (ok.length !== KOLLA_NAMES.length || mine.length !== ok.length)
+      throw new Error(`the plan does not adopt each container and nothing else:\n${plan.out}`);
+  }
+
+  /** One `spcctl adopt apply NAME --wait`. */
+  private async apply(name: string): Promise<void> {
+    const r = await this.cli('adopt', 'apply', name, '--wait');
+    if (r.code !== 0) throw new Error(`adopt apply ${name}: ${r.err}${r.out}`);
+  }
+
+  /**
+   * spcd started with a failpoint of the adoption, `name` adopted until it
+   * kills itself there, spcd started again; returns whether it is adopted.
+   */
+  private async killedAt(
+    point: 'adopt.before-record' | 'adopt.after-record',
+    name: string,
+  ): Promise<boolean> {
+    const ctl = this.e2e.ctl;
+    ctl.tap().close();
+    await ctl.spcd().stop();
+    await ctl.startSpcd({ SPCD_FAILPOINT: point });
+    await this.cli('adopt', 'apply', name);
+    if ((await ctl.spcd().exitWithin(120_000)) === 'still running')
+      throw new Error(`spcd did not reach ${point}`);
+    ctl.tap().close();
+    await ctl.startSpcd();
+    const c = await this.e2e.api.container(name);
+    console.log(`adopt: killed at ${point} adopting ${name}; after the restart generation ${c.generation}`);
+    return c.generation === 1 && c.containerId === this.before.get(name)?.id;
+  }
+
+  /**
+   * The takeover, as one checked step: scan, review, plan, reload, units
+   * retired, each container adopted (spcd killed before the record of one
+   * and after the record of another), and every container the same one,
+   * never restarted.
+   */
+  readonly adoptHost = async (): Promise<Acted> => {
+    const t0 = Date.now();
+    writeFileSync(join(this.setsDir, `${ADOPT_SET}.yaml`), await this.reviewedScan());
+    await this.planSaysAdopt();
+    const reload = await this.cli('reload', '--wait');
+    if (reload.code !== 0) throw new Error(`reload: ${reload.err}`);
+    this.figures.unitsRetired = await this.host.retire();
+    const [db, vswitchd, agent, libvirt, compute] = KOLLA_NAMES as [string, string, string, string, string];
+    await this.apply(db);
+    await this.apply(vswitchd);
+    if (await this.killedAt('adopt.before-record', agent))
+      throw new Error(`${agent} adopted though spcd died before the record`);
+    await this.apply(agent);
+    if (!(await this.killedAt('adopt.after-record', libvirt)))
+      throw new Error(`${libvirt} not adopted though spcd died after the record`);
+    await this.apply(compute);
+    this.figures.adoptS = (Date.now() - t0) / 1000;
+    let restarts = 0;
+    for (const n of KOLLA_NAMES) {
+      const now = await started(n);
+      const was = this.before.get(n)!;
+      if (now.id !== was.id || now.startedAt !== was.startedAt || now.restartCount !== was.restartCount)
+        restarts++;
+      const c = await this.e2e.api.container(n);
+      if (c.generation === 1 && c.containerId === now.id) this.figures.adopted++;
+    }
+    this.figures.restarts = restarts;
+    return {
+      stopAt: t0,
+      libvirtStopped: false,
+      spcd: `adopted=${this.figures.adopted}/${KOLLA_NAMES.length} adopt_restarts=${restarts} units_retired=${this.figures.unitsRetired} adopt_s=${this.figures.adoptS.toFixed(1)}`,
+    };
+  };
+
+  /**
+   * An operator's change of one entry of the kept set, then a reload: spcd
+   * replaces the container through its upgrade road (a labelled generation
+   * 2). The step's stop is the old container's.
+   */
+  readonly changeEntry = async (name: string, change: (e: Entry) => void): Promise<Acted> => {
+    const file = join(this.setsDir, `${ADOPT_SET}.yaml`);
+    const doc = yaml.load(readFileSync(file, 'utf8')) as SetDoc;
+    change(doc.containers![name]!);
+    const before = await this.e2e.api.container(name);
+    const t0 = Date.now();
+    writeFileSync(file, yaml.dump(doc));
+    await this.e2e.api.post('/v1/reload', {});
+    const tap = this.e2e.ctl.tap();
+    const stop = await tap.wait(
+      `${name}'s stop-old after the reload`,
+      (e) => e.type === 'upgrade-step' && e.container === name && e.step === 'stop-old' && e.at >= t0,
+      600_000,
+    );
+    const fin = await tap.finished(stop.operationId!, 900_000);
+    if (fin.phase !== 'succeeded')
+      throw new Error(`${name}'s replacement failed: ${JSON.stringify(fin.error)}`);
+    const after = await this.e2e.api.container(name);
+    if (after.generation !== before.generation + 1)
+      throw new Error(`${name} at generation ${after.generation}`);
+    return { stopAt: stop.at, libvirtStopped: false, spcd: `entry changed, generation ${after.generation}` };
+  };
+
+  /**
+   * A config value changed in the host's /etc/kolla/nova-compute/nova.conf
+   * (the adopted containers keep their config there), and nova_compute
+   * restarted through spcd: Kolla's start copies it in. Checked in the
+   * running container.
+   */
+  readonly changeConfig = async (key: string, value: string): Promise<Acted> => {
+    const file = join(this.host.etcKolla, 'nova-compute', 'nova.conf');
+    const text = readFileSync(file, 'utf8');
+    const line = new RegExp(`^${key} = .*$`, 'm');
+    if (!line.test(text)) throw new Error(`${file}: no ${key}`);
+    writeFileSync(file, text.replace(line, `${key} = ${value}`));
+    const acted = await this.e2e.actions.restart('nova_compute');
+    const inside = (
+      await run(DOCKER, ['exec', 'nova_compute', 'cat', '/etc/nova/nova.conf'], { encoding: 'utf8' })
+    ).stdout;
+    if (!inside.includes(`${key} = ${value}`))
+      throw new Error(`nova_compute's nova.conf has no ${key} = ${value}`);
+    return { ...acted, spcd: `${acted.spcd} ${key}=${value}` };
+  };
+}
+
+async function exists(name: string): Promise<boolean> {
+  return docker()
+    .getContainer(name)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
+}
