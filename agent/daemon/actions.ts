@@ -163,19 +163,13 @@ export class DaemonActions implements Actions {
     return this.track(name, { verb: 'adopt', operation });
   }
 
-  /** Forgets the adoption under the container's lock; the container runs on as it is. */
+  /** Forgets the adoption, the container held by the reconciler meanwhile; the container runs on as it is. */
   async release(name: string): Promise<OperationRef> {
     this.desiredSpec(name);
     if (!this.d.exec.state.record(name)?.adopted)
       throw new SpcdError('NOT_FOUND', `${name} is not an adopted container`, { container: name });
-    const op = { id: this.d.operations.newId('release'), kind: 'adopt' as const };
-    const run = this.d.reconciler.runExclusive(name, op, async () => {
-      const was = await this.d.exec.state.release(name);
-      if (!was) throw new SpcdError('NOT_FOUND', `${name} is not an adopted container`, { container: name });
-      this.d.exec.log.info({ container: name, id: was.id }, 'adoption released');
-      return { container: name, id: was.id, generation: was.generation };
-    });
-    return this.d.operations.track(op.id, 'release', name, run);
+    const id = this.d.operations.newId('release');
+    return this.d.operations.track(id, 'release', name, this.d.reconciler.releaseAdoption(name, id));
   }
 
   async adoptScan(): Promise<AdoptScan> {

@@ -95,12 +95,13 @@ export function vmSafetyRefused(
 }
 
 /**
- * Before an operator stops or restarts a hypervisor while VMs run, and
- * before a heal restarts one that runs: the
- * definition its running generation was created from (else the desired one)
- * must keep VMs alive.
+ * Before a hypervisor is stopped while VMs run, whoever asked: the
+ * operator's stop or restart, and a heal's restart of one that runs
+ * (decision 0056; a heal's stop does not take it). The definition its
+ * running generation was created from (else the desired one) must keep VMs
+ * alive.
  */
-export async function guardOperatorStop(
+export async function guardHypervisorStop(
   deps: Pick<ExecutorDeps, 'vms' | 'state' | 'events' | 'clock'>,
   spec: ContainerSpec,
   primary: ObservedContainer | undefined,

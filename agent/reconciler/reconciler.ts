@@ -7,12 +7,14 @@ import { plan, pickPrimary } from '../planner/plan.js';
 import type { DesiredContainer, HealRequest, Intent, Plan, RuntimeFacts } from '../planner/types.js';
 import { prepareStart } from '../executor/startup.js';
 import { EngineWatch, ENGINE_RETRY_MS } from './engine-watch.js';
+import { ExclusiveRunner } from './exclusive.js';
+import { forgetAdoption, type Released } from './adoption-release.js';
 import { Heals } from './heal.js';
 import { followHealth } from './health-follow.js';
 import { ContainerLedger } from './ledger.js';
 import { IntentBook, type IntentResult } from './intents.js';
 import { Operations } from './operations.js';
-import { ContainerLocks, type HeldOperation } from './locks.js';
+import { ContainerLocks } from './locks.js';
 import type { ContainerFacts, Hold, Lifecycle, ReconcilerDeps } from './types.js';
 import { QuarantineBook } from './quarantine.js';
 import { QuarantineRetry } from './quarantine-retry.js';
@@ -36,7 +38,6 @@ export class Reconciler {
   private lifecycle: Lifecycle = 'new';
   private desired: DesiredContainer[] = [];
   private observed: ObservedContainer[] = [];
-  private readonly tasks = new Set<Promise<void>>();
   private unsubscribeHealth: (() => void) | undefined;
   private stopping: Promise<void> | undefined;
   private lastPlan: Plan = { steps: [], waiting: [] };
@@ -45,6 +46,8 @@ export class Reconciler {
   private hold: Hold | null = null;
   private readonly watch: EngineWatch;
   private readonly locks: ContainerLocks;
+  /** Every task holding a container; the one way to run code under a container's lock. */
+  private readonly exclusive: ExclusiveRunner;
   private readonly ledger: ContainerLedger;
   private readonly heals: Heals;
   private readonly loop: PassLoop;
@@ -69,7 +72,7 @@ export class Reconciler {
       ...deps,
       book: this.quarantine,
       held: (name) => this.locks.holder(name) !== null,
-      runExclusive: (name, op, fn) => this.runExclusive(name, op, fn),
+      runExclusive: (name, op, fn) => this.exclusive.run(name, op, fn),
       cleared: (name) => this.ledger.errorCleared(name),
     });
     this.watch = new EngineWatch({
@@ -80,6 +83,15 @@ export class Reconciler {
       stopping: () => this.lifecycle === 'stopping' || this.lifecycle === 'stopped',
     });
     this.locks = new ContainerLocks(() => this.watch.listing());
+    this.exclusive = new ExclusiveRunner({
+      locks: this.locks,
+      ledger: this.ledger,
+      quarantine: this.quarantine,
+      journal: deps.exec.journal,
+      clock: deps.clock,
+      assertFree: (name) => this.assertFree(name),
+      released: () => this.trigger(),
+    });
     this.loop = new PassLoop({
       clock: deps.clock,
       body: () => this.pass(),
@@ -98,9 +110,9 @@ export class Reconciler {
       locks: this.locks,
       intents: this.intents,
       operations: this.operations,
-      busyTasks: () => this.tasks.size,
+      busyTasks: () => this.exclusive.count(),
       requeue: () => this.loop.requeue(),
-      runExclusive: (name, op, fn) => this.runExclusive(name, op, fn),
+      runExclusive: (name, op, fn) => this.exclusive.run(name, op, fn),
       forgetHealth: (name) => this.deps.health.forget(name),
       pinned: (spec) => this.pinned(spec),
     });
@@ -171,7 +183,7 @@ export class Reconciler {
       log: this.deps.log,
       deadlineMs: this.deps.stopDeadlineMs ?? STOP_DEADLINE_MS,
       passEnded: () => this.loop.idle(),
-      stepsSettled: () => Promise.allSettled([...this.tasks]),
+      stepsSettled: () => this.exclusive.settled(),
       inFlight: () => ({ pass: this.loop.busy(), containers: this.locks.names() }),
     });
     this.lifecycle = 'stopped';
@@ -276,34 +288,12 @@ export class Reconciler {
     }
   }
 
-  /** Runs fn holding the container: no pass or other operation touches it meanwhile; CONFLICT when held. */
-  runExclusive<T>(name: string, op: HeldOperation, fn: () => Promise<T>): Promise<T> {
-    try {
-      this.assertFree(name);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    this.locks.acquire(name, op);
-    const run = (async () => {
-      try {
-        return await fn();
-      } catch (err) {
-        const e = toSpcdError(err);
-        this.ledger.errored(name, e, this.deps.clock.now());
-        await this.quarantine.afterFailure(name, e, this.deps.exec.journal);
-        throw err;
-      } finally {
-        this.locks.release(name);
-        this.trigger();
-      }
-    })();
-    const settled = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.tasks.add(settled);
-    void settled.then(() => this.tasks.delete(settled));
-    return run;
+  /**
+   * The operator's release: forgets the container's adoption holding it, as operation `id` (held as an
+   * `adopt`); the container runs on untouched. NOT_FOUND when not adopted; CONFLICT when held.
+   */
+  releaseAdoption(name: string, id: string): Promise<Released> {
+    return this.exclusive.run(name, { id, kind: 'adopt' }, () => forgetAdoption(this.deps.exec, name));
   }
 
   /**

@@ -4,7 +4,7 @@ import { isRunning, type ObservedContainer } from '../model/observed.js';
 import type { ContainerSpec } from '../model/spec.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { censusAfter, censusBefore } from '../executor/census.js';
-import { guardOperatorStop } from '../executor/guard.js';
+import { guardHypervisorStop } from '../executor/guard.js';
 import {
   createContainer,
   removeContainer,
@@ -79,12 +79,12 @@ export const EXECUTORS: Executors = {
     const name = s.desired.spec.name;
     const p = s.observed;
     if (s.origin.by === 'operator') {
-      await guardOperatorStop(exec, s.desired.spec, p);
+      await guardHypervisorStop(exec, s.desired.spec, p);
       await exec.state.setHeldStopped(name, true);
       if (p && isRunning(p)) await stopContainer(exec, p, s.desired.spec.stopGraceMs);
       return { generation: p?.identity.generation ?? 0 };
     }
-    // A check's action stop: stop it and leave it failed for an operator.
+    // A check's action stop: stop it and leave it failed for an operator (no VM-safety guard, decision 0056).
     ledger.takeHeal(name);
     const { stoppedAt: at } = await stopContainer(exec, present(s), s.desired.spec.stopGraceMs);
     const reason = ledger.of(name).failed ?? s.reason;
@@ -147,7 +147,7 @@ async function operatorRestart(
   { exec, operationId }: StepContext,
 ): Promise<IntentResult> {
   const name = spec.name;
-  await guardOperatorStop(exec, spec, observed);
+  await guardHypervisorStop(exec, spec, observed);
   const p = present({ observed, desired: { spec } });
   const running = exec.state.generation(name, p.identity.generation)?.spec.census;
   const census = isRunning(p) ? await censusBefore(exec, running ?? spec.census, p.id) : undefined;
@@ -170,9 +170,9 @@ async function operatorRestart(
 
 /**
  * A heal's restart. A running hypervisor is stopped by it as by the
- * operator's restart: the VM-safety guard first (a refusal takes the heal and
- * counts no restart), and the domain census around it. One that no longer
- * runs has nothing to stop: no guard, no census.
+ * operator's restart (decision 0056): the VM-safety guard first (a refusal
+ * takes the heal and counts no restart), and the domain census around it.
+ * One that no longer runs has nothing to stop: no guard, no census.
  */
 async function healRestart(
   spec: ContainerSpec,
@@ -183,7 +183,7 @@ async function healRestart(
   const name = spec.name;
   const reason = ledger.takeHeal(name) ?? planned;
   const running = isRunning(p);
-  if (running) await guardOperatorStop(exec, spec, p);
+  if (running) await guardHypervisorStop(exec, spec, p);
   const recorded = exec.state.generation(name, p.identity.generation)?.spec.census;
   const census = running ? await censusBefore(exec, recorded ?? spec.census, p.id) : undefined;
   const now = exec.clock.now();

@@ -62,7 +62,7 @@ export class StepLauncher {
       this.d.operations.follow({ operationId: op.id, kind, target: name, step: s.kind }, running);
       running.catch((err: unknown) => {
         const e = toSpcdError(err);
-        // A heal's failure is in the ledger already (runExclusive): it is not a failed step.
+        // A heal's failure is in the ledger already (exclusive.ts): it is not a failed step.
         if (e.code === 'CONFLICT' || origin.by === 'heal') return;
         ledger.stepFailed(name, e, this.d.exec.clock.now(), giveUpReason(s, e));
         this.d.log.warn({ container: name, step: s.kind, code: e.code, err: e.message }, 'step failed');

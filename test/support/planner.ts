@@ -2,7 +2,7 @@
 import { specHash } from '../../agent/model/hash.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
-import type { DesiredContainer, OperatorOrigin, StepOperation } from '../../agent/planner/types.js';
+import type { DesiredContainer, Intent, OperatorOrigin, StepOperation } from '../../agent/planner/types.js';
 
 export const desiredOf = (s: ContainerSpec, configHash = 'none'): DesiredContainer => ({
   spec: s,
@@ -42,3 +42,18 @@ export function observedOf(
 export const byOperator = (operation: StepOperation): OperatorOrigin => ({ by: 'operator', operation });
 export const BY_HEAL = { by: 'heal' } as const;
 export const BY_PLAN = { by: 'plan' } as const;
+
+/** The operator's upgrade to `spec` (pulled when missing, not forced); `definitionHash` is the definition's on disk. */
+export const upgradeIntent = (
+  spec: ContainerSpec,
+  definitionHash: string,
+  id = 'upgrade-1',
+): Extract<Intent, { verb: 'change' }> => ({
+  verb: 'change',
+  operation: { id, kind: 'upgrade' },
+  change: 'upgrade',
+  spec,
+  definitionHash,
+  pull: 'missing',
+  force: false,
+});

@@ -205,16 +205,47 @@ describe('adoption through the reconciler', () => {
     const rec = await spcd(p);
     await adopted(p, rec);
     await until(p.clock, 'listed', () => rec.primary('nova_compute')?.id === c.id);
-    const released = await rec.runExclusive('nova_compute', { id: 'rel', kind: 'adopt' }, () =>
-      p.deps.state.release('nova_compute'),
-    );
-    expect(released).toMatchObject({ id: c.id, generation: 1 });
+    const released = await rec.releaseAdoption('nova_compute', 'rel');
+    expect(released).toEqual({ container: 'nova_compute', id: c.id, generation: 1 });
     await until(p.clock, 'adoptable again', () => rec.currentPlan().adoptions !== undefined);
     expect(rec.currentPlan().adoptions).toEqual([{ container: 'nova_compute' }]);
     expect(rec.primary('nova_compute')).toBeUndefined();
     expect(p.deps.state.record('nova_compute')).toMatchObject({ adopted: undefined, lastKnownGood: null });
     expect(changes(p)).toEqual([]);
     expect([c.state, c.startedAt]).toEqual(['running', p.engine.byName('nova_compute')?.startedAt]);
+  });
+
+  it('a release is no step: it answers while a pass waits on the engine, holding the container meanwhile', async () => {
+    const { p, c } = await host();
+    const rec = await spcd(p);
+    await adopted(p, rec);
+    await until(p.clock, 'listed', () => rec.primary('nova_compute')?.id === c.id);
+    p.engine.fault({ kind: 'listManaged', nth: 1, hang: true });
+    rec.trigger();
+    await until(p.clock, 'a pass waits on its listing', () => p.engine.hanging().includes('listManaged'));
+    const releasing = rec.releaseAdoption('nova_compute', 'rel');
+    expect(rec.factsOf('nova_compute').operation).toEqual({ id: 'rel', kind: 'adopt' });
+    await expect(releasing).resolves.toMatchObject({ container: 'nova_compute', id: c.id });
+    expect(rec.factsOf('nova_compute').operation).toBeNull();
+    expect(p.deps.state.record('nova_compute')?.adopted).toBeUndefined();
+    p.engine.answerHung('listManaged');
+    expect(changes(p)).toEqual([]);
+  });
+
+  it('a release is refused NOT_FOUND when not adopted, and CONFLICT while an operation holds the container', async () => {
+    const { p, c } = await host();
+    const rec = await spcd(p);
+    await expect(rec.releaseAdoption('nova_compute', 'rel-1')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(rec.factsOf('nova_compute')).toMatchObject({ operation: null, lastError: { code: 'NOT_FOUND' } });
+    await adopted(p, rec);
+    await until(p.clock, 'listed', () => rec.primary('nova_compute')?.id === c.id);
+    p.engine.fault({ kind: 'stop', nth: 1, hang: true });
+    const restart = rec.request('nova_compute', { verb: 'restart', operation: { id: 'r', kind: 'restart' } });
+    await until(p.clock, 'the restart holds it', () => p.engine.hanging().includes('stop'));
+    await expect(rec.releaseAdoption('nova_compute', 'rel-2')).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(p.deps.state.record('nova_compute')?.adopted).toMatchObject({ id: c.id });
+    p.engine.answerHung('stop');
+    await restart;
   });
 
   it('reports a new id under an adopted name, once, and does not touch it', async () => {

@@ -23,7 +23,22 @@ const U1 = '8f2c1a9e-0000-4000-8000-000000000001';
 const CENSUS = { argv: ['virsh', 'list', '--uuid'], timeoutMs: 2_000 };
 /** A hypervisor whose definition breaks the VM-safety rules (no pid host, no cgroup bind...). */
 const UNSAFE = containerSpec('nova_libvirt', { role: 'hypervisor' });
+/** A hypervisor whose definition keeps VMs alive (every rule of model/vm-safety.ts kept), with a census. */
+const SAFE = containerSpec('nova_libvirt', {
+  role: 'hypervisor',
+  pid: 'host',
+  network: 'host',
+  binds: ['/sys/fs/cgroup', '/run/libvirt', '/var/lib/libvirt'].map((t) => ({
+    source: t,
+    target: t,
+    readOnly: false,
+  })),
+  census: CENSUS,
+});
 const VMS = [{ pid: 4242, name: 'qemu-1-guest' }];
+/** The census listings and stops, in order. */
+const censusAndStops = (p: FakeProcess): string[] =>
+  p.engine.calls.filter((c) => c.kind === 'exec' || c.kind === 'stop').map((c) => c.kind);
 
 let proc: FakeProcess | undefined;
 afterEach(async () => {
@@ -50,6 +65,14 @@ async function setup(spec: ContainerSpec, vms: readonly { pid: number; name: str
   return { p, first, ledger, heal };
 }
 
+/** The container once it exited, as a listing would show it. */
+async function exit(p: FakeProcess, o: ObservedContainer): Promise<ObservedContainer> {
+  await p.engine.stop(o.id, 0);
+  const exited = await p.engine.inspect(o.id);
+  if (!exited) throw new Error(`${o.identity.container} is gone`);
+  return exited;
+}
+
 describe("a heal's restart of a hypervisor", () => {
   it('that runs takes the VM-safety guard: refused while VMs run, nothing stopped, no restart counted', async () => {
     const { p, first, ledger, heal } = await setup(UNSAFE, VMS);
@@ -65,12 +88,27 @@ describe("a heal's restart of a hypervisor", () => {
     expect(ledger.of('nova_libvirt')).toMatchObject({ pendingHeal: null, restartCount: 0 });
   });
 
+  it('whose definition keeps VMs alive is restarted while they run, the census around it', async () => {
+    const { p, first, ledger, heal } = await setup(SAFE, VMS);
+    p.engine.execResult = () => ({ exitCode: 0, timedOut: false, output: `${U1}\n`, durationMs: 1 });
+    await heal(first);
+    expect(censusAndStops(p)).toEqual(['exec', 'stop', 'exec']);
+    expect(p.engine.byName('nova_libvirt')?.state).toBe('running');
+    expect(p.events.some((e) => e.type === 'vm-safety-refused')).toBe(false);
+    expect(ledger.of('nova_libvirt')).toMatchObject({ pendingHeal: null, restartCount: 1 });
+  });
+
+  it('that already exited takes no census: nothing ran to list before', async () => {
+    const { p, first, heal } = await setup(SAFE, VMS);
+    await heal(await exit(p, first));
+    expect(p.engine.count('exec')).toBe(0);
+    expect(p.engine.byName('nova_libvirt')?.state).toBe('running');
+    expect(p.events.some((e) => e.type === 'census')).toBe(false);
+  });
+
   it('that already exited needs no guard: nothing to stop, it is started', async () => {
     const { p, first, heal } = await setup(UNSAFE, VMS);
-    await p.engine.stop(first.id, 0);
-    const exited = await p.engine.inspect(first.id);
-    if (!exited) throw new Error('nova_libvirt is gone');
-    await heal(exited);
+    await heal(await exit(p, first));
     expect(p.engine.byName('nova_libvirt')?.state).toBe('running');
     expect(p.events.some((e) => e.type === 'vm-safety-refused')).toBe(false);
   });
@@ -80,11 +118,7 @@ describe("a heal's restart of a hypervisor", () => {
     const { p, first, heal } = await setup(spec, []);
     p.engine.execResult = () => ({ exitCode: 0, timedOut: false, output: `${U1}\n`, durationMs: 1 });
     await heal(first);
-    expect(p.engine.calls.filter((c) => c.kind === 'exec' || c.kind === 'stop').map((c) => c.kind)).toEqual([
-      'exec',
-      'stop',
-      'exec',
-    ]);
+    expect(censusAndStops(p)).toEqual(['exec', 'stop', 'exec']);
     expect(p.events).toContainEqual(
       expect.objectContaining({
         type: 'census',

@@ -12,7 +12,7 @@ import type { Reconciler } from '../../agent/reconciler/reconciler.js';
 import { EXECUTORS, runStep, type Executors, type StepContext } from '../../agent/reconciler/steps.js';
 import { FakeProcess, INSTANCE } from '../support/fake-executor.js';
 import { desired, fakeReconciler, run, until, type FakeHealthRoom } from '../support/fake-reconciler.js';
-import { BY_HEAL, BY_PLAN, byOperator } from '../support/planner.js';
+import { BY_HEAL, BY_PLAN, byOperator, upgradeIntent } from '../support/planner.js';
 import { amqpCheck, containerSpec } from '../support/spec.js';
 
 /**
@@ -223,15 +223,7 @@ describe('the executor table', () => {
     expect(p.engine.byName('svc')).toMatchObject({ state: 'running', image: 'img:2' });
 
     const back = { ...SVC, image: 'img:1' };
-    const intent = {
-      verb: 'change',
-      operation: { id: 'op-up', kind: 'upgrade' },
-      change: 'upgrade',
-      spec: { ...SVC, image: 'img:2' },
-      definitionHash: specHash(back),
-      pull: 'missing',
-      force: false,
-    } as const;
+    const intent = upgradeIntent({ ...SVC, image: 'img:2' }, specHash(back), 'op-up');
     await runStep(
       {
         kind: 'upgrade',

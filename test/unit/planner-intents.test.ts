@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { plan } from '../../agent/planner/plan.js';
-import { NO_FACTS, type Intent, type RuntimeFacts, type Step } from '../../agent/planner/types.js';
-import { BY_HEAL, byOperator, desiredOf, observedOf } from '../support/planner.js';
+import { NO_FACTS, type RuntimeFacts, type Step } from '../../agent/planner/types.js';
+import { BY_HEAL, byOperator, desiredOf, observedOf, upgradeIntent } from '../support/planner.js';
 import { containerSpec } from '../support/spec.js';
 
 /**
@@ -52,15 +52,7 @@ describe('the operator intent', () => {
   });
 
   it('an upgrade intent becomes an upgrade step carrying it, past the preflight block and a definitions hold', () => {
-    const intent: Intent = {
-      verb: 'change',
-      operation: { id: 'upgrade-1', kind: 'upgrade' },
-      change: 'upgrade',
-      spec: A2.spec,
-      definitionHash: A.specHash,
-      pull: 'missing',
-      force: false,
-    };
+    const intent = upgradeIntent(A2.spec, A.specHash);
     const p = plan({
       desired: [A],
       observed: [observedOf(A)],

@@ -4,7 +4,11 @@ import { DaemonStatus } from '../../agent/status/status-view.js';
 import type { BackoffPolicy } from '../../agent/model/backoff.js';
 import type { SpcdEvent } from '../../agent/model/events.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
-import type { OperationKind, Reconciler } from '../../agent/reconciler/reconciler.js';
+import { specHash } from '../../agent/model/hash.js';
+import type { Intent } from '../../agent/planner/types.js';
+import type { IntentResult } from '../../agent/reconciler/intents.js';
+import type { Reconciler } from '../../agent/reconciler/reconciler.js';
+import type { CallKind } from '../support/fake-engine.js';
 import { FakeProcess, INSTANCE } from '../support/fake-executor.js';
 import {
   desired,
@@ -14,6 +18,7 @@ import {
   until,
   type FakeHealthRoom,
 } from '../support/fake-reconciler.js';
+import { upgradeIntent } from '../support/planner.js';
 import { amqpCheck, containerSpec } from '../support/spec.js';
 import { waitFor } from '../support/wait.js';
 
@@ -187,9 +192,9 @@ describe('an operator verb racing a heal', () => {
       timeoutMs: 5_000,
       intervalMs: 1,
     });
-    await expect(
-      rec.runExclusive('svc', { id: 'restart-1', kind: 'restart' }, async () => undefined),
-    ).rejects.toMatchObject({ code: 'CONFLICT' });
+    const restart = () =>
+      rec.request('svc', { verb: 'restart', operation: { id: 'restart-1', kind: 'restart' } });
+    expect(restart).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
     expect(statusOf(p, rec)).toBe('running');
     p.engine.answerHung('stop');
     await waitFor('the heal ends', () => rec.factsOf('svc').operation === null, {
@@ -200,12 +205,13 @@ describe('an operator verb racing a heal', () => {
 
   it("while an operator's upgrade holds it, a failing check is ignored (no heal later) and the status is upgrading", async () => {
     const { p, rec, room, id } = await started(CHECKED);
-    const { held, release } = hold(rec, 'upgrade');
+    const { outcome } = await hold(p, rec, UPGRADE, 'pull');
     expect(statusOf(p, rec)).toBe('upgrading');
     room.fire('svc', id, 'restart');
     expect(rec.factsOf('svc').pendingHeal).toBeNull();
-    release();
-    await held;
+    // The pull passes its deadline: the upgrade fails before it changes anything, the old one runs on.
+    p.engine.releaseHung('pull');
+    await expect(outcome).rejects.toMatchObject({ code: 'ENGINE_TIMEOUT' });
     const starts = p.engine.count('start');
     await run(p.clock, 3_000, 100);
     expect(p.engine.count('start')).toBe(starts);
@@ -214,23 +220,35 @@ describe('an operator verb racing a heal', () => {
 
   it('an operator stop holding it shows the container as it is, not upgrading', async () => {
     const { p, rec } = await started(SVC);
-    const { held, release } = hold(rec, 'stop');
+    const stop: Intent = { verb: 'stop', operation: { id: 'stop-1', kind: 'stop' } };
+    const { outcome } = await hold(p, rec, stop, 'stop');
     expect(statusOf(p, rec)).toBe('running');
-    release();
-    await held;
+    p.engine.answerHung('stop');
+    await outcome;
     await settle();
   });
 });
 
-/** An operator's operation of this kind holds svc until release(). */
-function hold(rec: Reconciler, kind: OperationKind): { held: Promise<void>; release: () => void } {
-  let release!: () => void;
-  const held = rec.runExclusive(
-    'svc',
-    { id: `${kind}-1`, kind },
-    () => new Promise<void>((r) => (release = r)),
-  );
-  return { held, release };
+/** The operator's upgrade of svc to img:2 (not on the host: it is pulled). */
+const UPGRADE = upgradeIntent({ ...CHECKED, image: 'img:2' }, specHash(CHECKED));
+
+/**
+ * Writes the operator's intent and resolves once its step holds svc, waiting
+ * on the engine call `hangs` (hung until the test lets it go); `outcome` is
+ * the step's.
+ */
+async function hold(
+  p: FakeProcess,
+  rec: Reconciler,
+  intent: Intent,
+  hangs: CallKind,
+): Promise<{ outcome: Promise<IntentResult> }> {
+  p.engine.fault({ kind: hangs, nth: 1, hang: true });
+  const outcome = rec.request('svc', intent);
+  outcome.catch(() => undefined);
+  await until(p.clock, `the ${intent.verb} holds svc`, () => p.engine.hanging().includes(hangs));
+  expect(rec.factsOf('svc').operation).toEqual(intent.operation);
+  return { outcome };
 }
 
 function statusOf(p: FakeProcess, rec: Reconciler): string | undefined {

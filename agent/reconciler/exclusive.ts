@@ -1,0 +1,73 @@
+import { toSpcdError } from '../errors.js';
+import type { Clock } from '../model/clock.js';
+import type { Journal } from '../state/journal.js';
+import type { ContainerLedger } from './ledger.js';
+import type { ContainerLocks, HeldOperation } from './locks.js';
+import type { QuarantineBook } from './quarantine.js';
+
+export interface ExclusiveDeps {
+  readonly locks: ContainerLocks;
+  readonly ledger: ContainerLedger;
+  readonly quarantine: QuarantineBook;
+  readonly journal: Pick<Journal, 'fileOf' | 'read'>;
+  readonly clock: Clock;
+  /** Throws CONFLICT when the container is held or has an intent, SHUTTING_DOWN while spcd stops. */
+  readonly assertFree: (name: string) => void;
+  /** The container is free again: a pass may have waited for it. */
+  readonly released: () => void;
+}
+
+/**
+ * Every task that holds a container: a step, a quarantine retry, an
+ * operator's release. Each takes the container's lock, gives it back however
+ * it ends, and notes a failure in the ledger (and quarantines the container
+ * when its journal entry is left). Only the Reconciler has one, so nothing
+ * outside reconciler/ runs code under a container's lock.
+ */
+export class ExclusiveRunner {
+  private readonly tasks = new Set<Promise<void>>();
+
+  constructor(private readonly d: ExclusiveDeps) {}
+
+  /** Runs fn holding the container: no pass or other operation touches it meanwhile; CONFLICT when held. */
+  run<T>(name: string, op: HeldOperation, fn: () => Promise<T>): Promise<T> {
+    try {
+      this.d.assertFree(name);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.d.locks.acquire(name, op);
+    const run = this.holding(name, fn);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.tasks.add(settled);
+    void settled.then(() => this.tasks.delete(settled));
+    return run;
+  }
+
+  /** Tasks running now. */
+  count(): number {
+    return this.tasks.size;
+  }
+
+  /** Resolves once every task running now has ended, however it ended. */
+  settled(): Promise<unknown> {
+    return Promise.allSettled([...this.tasks]);
+  }
+
+  private async holding<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      const e = toSpcdError(err);
+      this.d.ledger.errored(name, e, this.d.clock.now());
+      await this.d.quarantine.afterFailure(name, e, this.d.journal);
+      throw err;
+    } finally {
+      this.d.locks.release(name);
+      this.d.released();
+    }
+  }
+}
