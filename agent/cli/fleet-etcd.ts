@@ -74,6 +74,16 @@ async function trustedFiles(s: EtcdSettings): Promise<EtcdSettings> {
   }
 }
 
+/**
+ * Where to look when the TLS handshake failed: the flags that decide it.
+ * Display only, chosen on the client's text; the exit code does not depend on it.
+ */
+function tlsHint(s: EtcdSettings, msg: string): string {
+  if (s.caFile === undefined || !/certificate|altname|SSL|TLS/i.test(msg)) return '';
+  const client = s.certFile ? `, --etcd-cert ${s.certFile} (signed by a CA the members trust)` : '';
+  return `. The TLS handshake failed: check --etcd-ca ${s.caFile} (the CA that signed the members' certificates), that each endpoint's host is named in its member's certificate${client}`;
+}
+
 /** What spcd logs at start-up with --etcd-insecure, said on stderr. */
 export const INSECURE_WARNING =
   "warning: --etcd-insecure: etcd is read in plaintext; anyone on the path can read the fleet's keys (and an etcd password) and change what is shown";
@@ -98,7 +108,7 @@ export async function readEtcdFleet(
     const msg = (err as Error).message;
     if (code === 'ETCD_UNAVAILABLE')
       throw new CliError(
-        `etcd does not answer at ${s.endpoints.join(', ')} (ETCD_UNAVAILABLE): ${msg}`,
+        `etcd does not answer at ${s.endpoints.join(', ')} (ETCD_UNAVAILABLE): ${msg}${tlsHint(s, msg)}`,
         EXIT.UNREACHABLE,
       );
     if (code === 'SETTINGS_INVALID') throw new CliError(msg, EXIT.USAGE); // an unreadable TLS file
