@@ -1,8 +1,12 @@
 /**
  * `spcctl fleet status --etcd-endpoints …`: the fleet of hosts without
  * Kubernetes, read from the etcd cluster the daemons coordinate through. The
- * flags are spcd's own (agent/etcd/settings.ts: same names, same checks); the
- * etcd room is loaded with a dynamic import() only for this command.
+ * flags are spcd's own (agent/etcd/settings.ts: same names, same checks), and
+ * so are the trust rules: plaintext only with --etcd-insecure (warned on
+ * stderr), https:// checked against --etcd-ca with a client certificate or an
+ * etcd user, the TLS and password files checked as trusted paths before they
+ * are read (agent/etcd/client.ts). The etcd room is loaded with a dynamic
+ * import() only for this command.
  */
 import type { EtcdSettings } from '../etcd/settings.js';
 import type { FleetStatus } from '../rollout/fleet-view.js';
@@ -57,9 +61,45 @@ async function settingsOf(v: Parsed['values']): Promise<EtcdSettings> {
   return s;
 }
 
-/** Reads the fleet from etcd; an unreachable cluster exits 3 naming the endpoints. */
-export async function readEtcdFleet(v: Parsed['values'], now: number): Promise<FleetStatus> {
-  const s = await settingsOf(v);
+/** The TLS and password files, checked as spcd checks them before it connects; a refusal exits 2 naming its flag. */
+async function trustedFiles(s: EtcdSettings): Promise<EtcdSettings> {
+  const { trustedEtcdFiles } = await import('../etcd/client.js');
+  try {
+    return { ...s, ...(await trustedEtcdFiles(s, { reader: 'spcctl' })) };
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'UNTRUSTED_PATH' || code === 'SECRETS_INSECURE' || code === 'SPEC_IO')
+      throw new CliError(`${(err as Error).message} (${code})`, EXIT.USAGE);
+    throw err;
+  }
+}
+
+/**
+ * Where to look when the TLS handshake failed: the flags that decide it.
+ * Display only, chosen on the client's text; the exit code does not depend on it.
+ */
+function tlsHint(s: EtcdSettings, msg: string): string {
+  if (s.caFile === undefined || !/certificate|altname|SSL|TLS/i.test(msg)) return '';
+  const client = s.certFile ? `, --etcd-cert ${s.certFile} (signed by a CA the members trust)` : '';
+  return `. The TLS handshake failed: check --etcd-ca ${s.caFile} (the CA that signed the members' certificates), that each endpoint's host is named in its member's certificate${client}`;
+}
+
+/** What spcd logs at start-up with --etcd-insecure, said on stderr. */
+export const INSECURE_WARNING =
+  "warning: --etcd-insecure: etcd is read in plaintext; anyone on the path can read the fleet's keys (and an etcd password) and change what is shown";
+
+/**
+ * Reads the fleet from etcd with spcd's trust rules (settings.ts, client.ts);
+ * `warn` takes the --etcd-insecure warning. An unreachable cluster exits 3
+ * naming the endpoints.
+ */
+export async function readEtcdFleet(
+  v: Parsed['values'],
+  now: number,
+  warn: (line: string) => void,
+): Promise<FleetStatus> {
+  const s = await trustedFiles(await settingsOf(v));
+  if (s.insecure) warn(INSECURE_WARNING);
   const { etcdFleetStatus } = await import('../etcd/fleet-status.js');
   try {
     return await etcdFleetStatus(s, now);
@@ -68,7 +108,7 @@ export async function readEtcdFleet(v: Parsed['values'], now: number): Promise<F
     const msg = (err as Error).message;
     if (code === 'ETCD_UNAVAILABLE')
       throw new CliError(
-        `etcd does not answer at ${s.endpoints.join(', ')} (ETCD_UNAVAILABLE): ${msg}`,
+        `etcd does not answer at ${s.endpoints.join(', ')} (ETCD_UNAVAILABLE): ${msg}${tlsHint(s, msg)}`,
         EXIT.UNREACHABLE,
       );
     if (code === 'SETTINGS_INVALID') throw new CliError(msg, EXIT.USAGE); // an unreadable TLS file

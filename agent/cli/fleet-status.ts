@@ -92,7 +92,8 @@ export async function fleet(ctx: CommandContext): Promise<ExitCode> {
   const sub = ctx.args.positionals[0];
   if (sub !== 'status') throw new CliError(`unknown fleet command: ${sub}; try: fleet status`, EXIT.USAGE);
   const v = ctx.args.values;
-  const status = wantsEtcd(v) ? await readEtcdFleet(v, Date.now()) : await readKubeFleet(v, Date.now());
+  const warn = (line: string): void => void ctx.io.stderr.write(`spcctl: ${line}\n`);
+  const status = wantsEtcd(v) ? await readEtcdFleet(v, Date.now(), warn) : await readKubeFleet(v, Date.now());
   ctx.io.stdout.write(
     ctx.json ? JSON.stringify(status, null, 2) + '\n' : formatFleetStatus(status, v.nodes === true),
   );

@@ -13,7 +13,7 @@ import {
   type IOptions,
 } from 'etcd3';
 import { SpcdError } from '../errors.js';
-import { assertTrusted } from '../spec/trusted-paths.js';
+import { assertTrusted, type TrustOptions } from '../spec/trusted-paths.js';
 
 export interface EtcdConnection {
   /** http(s)://host:port of each member. */
@@ -61,11 +61,15 @@ function readPem(file: string, flag: string): Buffer {
  * "Trusted paths"): the key and the password file are secrets (owner root or spcd, mode 0600 or
  * stricter), the CA and certificate decide whom spcd trusts (writable by
  * root only); each in folders only root can write. The resolved paths are
- * returned: read those.
+ * returned: read those. `spcctl fleet status` checks them the same way
+ * (`reader: 'spcctl'`); there the owner may be root or the user running it.
  */
-export async function trustedEtcdFiles(c: EtcdConnection): Promise<EtcdConnection> {
+export async function trustedEtcdFiles(
+  c: EtcdConnection,
+  opts: Pick<TrustOptions, 'reader'> = {},
+): Promise<EtcdConnection> {
   const check = async (file: string | undefined, what: string, kind: 'file' | 'secret') =>
-    file === undefined ? undefined : assertTrusted(file, what, kind);
+    file === undefined ? undefined : assertTrusted(file, what, kind, opts);
   return {
     ...c,
     caFile: await check(c.caFile, '--etcd-ca file', 'file'),

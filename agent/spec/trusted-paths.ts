@@ -27,6 +27,8 @@ export interface TrustOptions {
   readonly owners?: readonly number[];
   /** A bound on the walk of a tree, so a huge tree cannot stall a load. */
   readonly maxEntries?: number;
+  /** Who refuses the input, in the message ("… ; spcd will not use it"). Default `spcd`. */
+  readonly reader?: string;
 }
 
 /**
@@ -47,6 +49,7 @@ function modeText(mode: number): string {
 
 class Checker {
   private readonly owners: Set<number>;
+  private readonly reader: string;
 
   constructor(
     private readonly input: string,
@@ -54,6 +57,7 @@ class Checker {
     opts: TrustOptions,
   ) {
     this.owners = new Set([0, ...(opts.owners ?? [process.geteuid?.() ?? 0])]);
+    this.reader = opts.reader ?? 'spcd';
   }
 
   refuse(
@@ -62,7 +66,7 @@ class Checker {
     code: 'UNTRUSTED_PATH' | 'SECRETS_INSECURE' = 'UNTRUSTED_PATH',
   ): SpcdError {
     const at = path === this.input ? path : `${this.input}: ${path}`;
-    return new SpcdError(code, `${this.what} ${at} ${why}; spcd will not use it`, {
+    return new SpcdError(code, `${this.what} ${at} ${why}; ${this.reader} will not use it`, {
       path,
       input: this.input,
     });

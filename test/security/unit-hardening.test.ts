@@ -15,7 +15,7 @@ import { waitFor } from '../support/wait.js';
  * through sd_notify), serve its socket and run and upgrade a container; and
  * a compromised spcd (a shell in its mount namespace, with its limits) must
  * not be able to write outside its own directories, nor hold capabilities it
- * does not use.
+ * does not use; and spcd runs under the unit's system call filter.
  */
 const run = promisify(execFile);
 const DOCKER = '/usr/bin/docker';
@@ -33,6 +33,8 @@ const inBox = async (script: string): Promise<string> =>
  */
 const BOX_REPO = '/opt/spcd';
 const spcctl = `/usr/local/bin/node ${BOX_REPO}/bin/spcctl.js --socket /run/spcd/spcd.sock`;
+/** After READY, in the unit's context (its filter, its limits): a call only the filter refuses. */
+const PROBE = 'ExecStartPost=-/bin/sh -c "nice -n 1 true 2>&1; echo syscall-probe-done"';
 const mainPid = async (): Promise<string> => (await inBox('systemctl show spcd -p MainPID --value')).trim();
 
 beforeAll(async () => {
@@ -65,8 +67,9 @@ beforeAll(async () => {
       "printf 'containers: {}\\n' > /etc/spcd/overrides.yaml",
       'groupadd -r spcd',
       `cp ${BOX_REPO}/systemd/spcd.service /etc/systemd/system/spcd.service`,
-      // the one change to the unit: a name of its own for the containers of this test
-      `printf '[Service]\\nEnvironment=SPCD_INSTANCE=${instance}\\n' > /etc/systemd/system/spcd.service.d/instance.conf`,
+      // the one change to the unit: a name of its own for the containers of this test, and a probe
+      // of the system call filter run in the unit's own context (nice(1) is setpriority, @resources)
+      `printf '[Service]\\nEnvironment=SPCD_INSTANCE=${instance}\\n${PROBE}\\n' > /etc/systemd/system/spcd.service.d/instance.conf`,
       'systemctl daemon-reload',
       'systemctl start spcd',
     ].join(' && '),
@@ -87,6 +90,37 @@ describe('systemd/spcd.service under a real systemd', () => {
     expect((await inspect(svc))?.Config.Image).toBe('spcd-demo/service:2');
     expect(await inBox('ls /var/lib/spcd')).toMatch(/state\.json/);
     expect((await inBox('systemctl show spcd -p NRestarts --value')).trim()).toBe('0');
+  });
+
+  it('runs under the system call filter: set by systemd, in force on spcd, refusing with EPERM', async () => {
+    const shown = (await inBox('systemctl show -p SystemCallFilter -p SystemCallErrorNumber spcd')).trim();
+    const lines = new Map(
+      shown.split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
+    expect(lines.get('SystemCallErrorNumber')).toMatch(/^(1|EPERM)$/); // systemd 252 shows the number
+    const allowed = new Set(lines.get('SystemCallFilter')!.split(' '));
+    // an allow-list: what spcd uses, chown for its sockets and V8's pkey_alloc included
+    for (const call of ['read', 'connect', 'getsockopt', 'execve', 'clone3', 'chown', 'fchown', 'pkey_alloc'])
+      expect(allowed.has(call), call).toBe(true);
+    // mounts, uid changes, tracing, modules, BPF, reboot, scheduling and limits are not on it
+    for (const call of [
+      'mount',
+      'setuid',
+      'ptrace',
+      'init_module',
+      'bpf',
+      'reboot',
+      'setpriority',
+      'setrlimit',
+    ])
+      expect(allowed.has(call), call).toBe(false);
+    // the same call in the unit's context and outside it: only the filter refuses it
+    const journal = await waitFor('the probe ran', async () => {
+      const text = await inBox('journalctl -u spcd -o cat --no-pager');
+      return text.includes('syscall-probe-done') ? text : undefined;
+    });
+    expect(journal).toContain('nice: cannot set niceness: Operation not permitted');
+    expect(await inBox('nice -n 1 true 2>&1; echo done')).toBe('done\n');
   });
 
   it('a compromised spcd can write neither /var nor /etc, and holds six capabilities', async () => {

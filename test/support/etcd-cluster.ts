@@ -24,7 +24,8 @@ interface Member {
   exited: Promise<void> | undefined;
 }
 
-async function freePort(): Promise<number> {
+/** A loopback port the OS gives free (closed again before it returns). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);

@@ -227,7 +227,7 @@ describe('spcctl fleet status --etcd-*', () => {
         '--etcd-key',
         '/nonexistent/k.pem',
       ],
-      /^spcctl: --etcd-ca: cannot read \/nonexistent\/ca\.pem/,
+      /^spcctl: --etcd-ca file \/nonexistent\/ca\.pem: cannot read it: ENOENT \(SPEC_IO\)/,
     ],
     [
       ['--etcd-endpoints', 'http://127.0.0.1:1', '--kubeconfig', '/k'],

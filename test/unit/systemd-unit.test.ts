@@ -138,6 +138,13 @@ describe('systemd/spcd.service', () => {
     ])
       expect(one(k), k).toBe('yes');
     expect(one('SystemCallArchitectures')).toBe('native');
+    // the services' set less privileged and resource calls; chown (the sockets) and V8's pkey calls back
+    expect(svc.SystemCallFilter).toEqual([
+      '@system-service',
+      '~@privileged @resources',
+      '@chown pkey_alloc pkey_free pkey_mprotect',
+    ]);
+    expect(one('SystemCallErrorNumber')).toBe('EPERM');
     // unix (the Docker and API sockets, sd_notify), loopback probes, netlink (ss for the caller's uid)
     expect(one('RestrictAddressFamilies')?.split(' ').sort()).toEqual([
       'AF_INET',
