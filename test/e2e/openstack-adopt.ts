@@ -149,7 +149,7 @@ export class Adoption {
     await ctl.startSpcd();
     const c = await this.e2e.api.container(name);
     console.log(`adopt: killed at ${point} adopting ${name}; after the restart generation ${c.generation}`);
-    return c.generation === 1 && c.containerId === this.before.get(name)?.id;
+    return adoptedAs(c, this.before.get(name));
   }
 
   /**
@@ -182,7 +182,7 @@ export class Adoption {
       if (now.id !== was.id || now.startedAt !== was.startedAt || now.restartCount !== was.restartCount)
         restarts++;
       const c = await this.e2e.api.container(n);
-      if (c.generation === 1 && c.containerId === now.id) this.figures.adopted++;
+      if (adoptedAs(c, was) && c.containerId === now.id) this.figures.adopted++;
     }
     this.figures.restarts = restarts;
     return {
@@ -211,9 +211,17 @@ export class Adoption {
       (e) => e.type === 'upgrade-step' && e.container === name && e.step === 'stop-old' && e.at >= t0,
       600_000,
     );
-    const fin = await tap.finished(stop.operationId!, 900_000);
-    if (fin.phase !== 'succeeded')
-      throw new Error(`${name}'s replacement failed: ${JSON.stringify(fin.error)}`);
+    // A pass's replacement (no operator operation): its commit, or a failed step, ends it.
+    const end = await tap.wait(
+      `${name}'s replacement to commit`,
+      (e) =>
+        e.type === 'upgrade-step' &&
+        e.operationId === stop.operationId &&
+        ((e.step === 'commit' && e.outcome === 'done') || e.outcome === 'failed'),
+      900_000,
+    );
+    if (end.outcome === 'failed')
+      throw new Error(`${name}'s replacement failed at ${end.step}: ${end.detail}`);
     const after = await this.e2e.api.container(name);
     if (after.generation !== before.generation + 1)
       throw new Error(`${name} at generation ${after.generation}`);
@@ -250,4 +258,13 @@ async function exists(name: string): Promise<boolean> {
       () => true,
       () => false,
     );
+}
+
+/**
+ * spcd holds the container kolla-ansible started as a generation of its
+ * own (the first one on a host spcd never ran; here the next number after
+ * the generations of spcd's own compute set, which the history keeps).
+ */
+function adoptedAs(c: { generation: number; containerId: string | null }, was: Started | undefined): boolean {
+  return c.generation > 0 && c.containerId === was?.id;
 }

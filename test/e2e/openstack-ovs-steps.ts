@@ -20,8 +20,8 @@
  *      before forwarding resumes: the only step where the userspace datapath
  *      loses packets, the forwarding process itself being replaced);
  *   8. upgrade the whole compute set (vswitchd among its members).
- * Steps 4, 5 and 8 run with SPCD_E2E_OVS_STEPS=full (`npm run e2e:openstack`
- * sets it); the CI lane runs 1-3, 6 and 7.
+ * Steps 1, 2, 4, 5 and 8 run with SPCD_E2E_STEPS=full (`npm run
+ * e2e:openstack` sets it; openstack-lanes.ts); the CI lane runs 3, 6 and 7.
  * Then every ping packet is counted, each loss placed in its step: none may
  * be lost outside 6, 7 and 8, whose losses are measured (the summary line's
  * ovsdb_upgrade_lost, vswitchd_upgrade_lost; 7 and 8 replace vswitchd, the
@@ -38,17 +38,9 @@ import { lostElsewhere, OVSDB_STEP, VSWITCHD_STEP } from './openstack-summary.js
 import type { Acted } from './openstack-steps.js';
 import { OVS_COMPUTE_SET } from './openstack-ovs.js';
 import { switchToOvs } from './openstack-switch.js';
+import { controlDefault, FULL_STEPS } from './openstack-lanes.js';
 
-/**
- * Steps 4, 5 and 8 (SIGKILL of spcd mid agent upgrade, the control restarts,
- * the whole compute set: about 4 min, each also run by the Linux bridge
- * variant before it) run with SPCD_E2E_OVS_STEPS=full, which `npm run
- * e2e:openstack` sets; the CI lane (vitest directly) runs the others, to keep
- * `.ci/run` within its time.
- */
-const FULL = process.env.SPCD_E2E_OVS_STEPS === 'full';
-/** Step 5's containers in CI: the ones the variant's ports depend on. */
-const OVS_CONTROL_DEFAULT = ['neutron_server', 'neutron_dhcp_agent', 'rabbitmq'];
+const FULL = FULL_STEPS;
 
 export interface OvsStepOptions {
   /** The Linux bridge variant ran first: switch to Open vSwitch on its control plane. */
@@ -59,14 +51,12 @@ export interface OvsStepOptions {
 
 /** Step 5's containers: every one of `all` with SPCD_E2E_OVS_CONTROL=all, else the default three. */
 export function ovsControl(all: readonly string[]): string[] {
-  return process.env.SPCD_E2E_OVS_CONTROL === 'all'
-    ? [...all]
-    : OVS_CONTROL_DEFAULT.filter((c) => all.includes(c));
+  return process.env.SPCD_E2E_OVS_CONTROL === 'all' ? [...all] : controlDefault(all);
 }
 
 /** Checked steps of the variant (the summary's network_ok denominator). */
 export function ovsStepCount(control: readonly string[]): number {
-  return FULL ? 7 + control.length : 5;
+  return FULL ? 7 + control.length : 3;
 }
 
 /** An operator's stop or start of `container` through spcd's API, until its operation succeeded. */
@@ -105,12 +95,16 @@ export function ovsSteps(e2e: OpenStackE2eRun, o: OvsStepOptions): void {
       () => switchToOvs(e2e),
       1_800_000,
     );
-    it(
+    it.runIf(FULL)(
       '1: restart nova_libvirt',
       () => step('ovs-libvirt-restart', () => restart(name('nova_libvirt'))),
       1_200_000,
     );
-    it('2: upgrade nova_compute', () => upgradeStep('ovs-compute-upgrade', 'nova_compute'), 1_200_000);
+    it.runIf(FULL)(
+      '2: upgrade nova_compute',
+      () => upgradeStep('ovs-compute-upgrade', 'nova_compute'),
+      1_200_000,
+    );
     it(
       '3: upgrade neutron_openvswitch_agent',
       () => upgradeStep('ovs-agent-upgrade', 'neutron_openvswitch_agent'),

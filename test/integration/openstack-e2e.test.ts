@@ -18,8 +18,9 @@
  *      (after the old container stopped) and starts it again;
  *   6. upgrades the Linux bridge agent to a new image;
  *   7. kills spcd with SIGKILL in the middle of the agent's upgrade, starts it again
- *   (SPCD_E2E_LB_AGENT_STEPS=0 leaves 6 and 7 out, see LB_AGENT_STEPS);
- *   8. restarts each control container, one window each, until spcd reports it healthy;
+ *   (a full run only, see LB_AGENT_STEPS);
+ *   8. restarts each control container (three in the CI lane), one window each,
+ *      until spcd reports it healthy;
  *   9. upgrades the whole compute set (openstack-control-steps.ts);
  *  10. stops RabbitMQ through spcd for a minute and starts it again: every
  *      AMQP client reports it down and up (dependency checks), no container
@@ -57,6 +58,7 @@ import { amongDeletes, portRevisions, waitPortsSetUpAgain } from '../e2e/opensta
 import { OpenStackE2eRun, type NetworkChoice } from '../e2e/openstack-e2e-run.js';
 import { ovsControl, ovsStepCount, ovsSteps } from '../e2e/openstack-ovs-steps.js';
 import { adoptSteps } from '../e2e/openstack-adopt-steps.js';
+import { controlDefault, FULL_STEPS } from '../e2e/openstack-lanes.js';
 import { DOCKERD_STEP } from '../e2e/openstack-summary.js';
 import { rabbitOutage, type OutageResult } from '../e2e/openstack-outage-steps.js';
 import { DaemonConfig, dockerdRestart, type DockerdResult } from '../e2e/openstack-dockerd-steps.js';
@@ -65,17 +67,20 @@ import { REPO } from '../support/daemon.js';
 
 /**
  * Steps 6 and 7 (the Linux bridge agent's upgrade, and SIGKILL during it)
- * run unless SPCD_E2E_LB_AGENT_STEPS=0. The image's ebtables-nft (1.8.9)
+ * run in a full run (SPCD_E2E_STEPS=full, test/e2e/openstack-lanes.ts)
+ * unless SPCD_E2E_LB_AGENT_STEPS=0. The image's ebtables-nft (1.8.9)
  * cannot delete the agent's own `--among-src` rule by its specification on
  * this kernel; the test's OpenStack image gives the agent an ebtables wrapper
  * that deletes it by number (templates/neutron/ebtables-among-delete.j2,
  * docs/explanation/openstack-network.md "The agent's MAC rules on ebtables-nft 1.8.9").
  * Without it a restarted agent retries for ever and its ports stay BUILD.
  */
-const LB_AGENT_STEPS = process.env.SPCD_E2E_LB_AGENT_STEPS !== '0';
+const LB_AGENT_STEPS = FULL_STEPS && process.env.SPCD_E2E_LB_AGENT_STEPS !== '0';
 const EXTERNAL_CONTROL = process.env.SPCD_E2E_OPENSTACK_CONTROL === 'external';
-/** Step 8's containers (all of the control and network sets) and step 9's set. */
+/** The control and network sets' containers, and step 9's set. */
 const { control: CONTROL, compute: COMPUTE } = cs.stepMembers(EXTERNAL_CONTROL);
+/** Step 8's containers: every control container in a full run, else the three the ports depend on (openstack-lanes.ts). */
+const LB_CONTROL = FULL_STEPS ? CONTROL : controlDefault(CONTROL);
 /** Step 10 (RabbitMQ down for a minute) needs the control plane's RabbitMQ. */
 const RABBIT_OUTAGE = !EXTERNAL_CONTROL;
 /**
@@ -93,7 +98,7 @@ const DOCKERD_STEPS = !EXTERNAL_CONTROL && process.env.SPCD_E2E_DOCKERD_STEPS !=
 const DOCKERD_OFF = DOCKERD_STEPS && process.env.SPCD_E2E_DOCKERD_OFF !== '0';
 const STEPS =
   (LB_AGENT_STEPS ? 7 : 5) +
-  CONTROL.length +
+  LB_CONTROL.length +
   1 +
   (RABBIT_OUTAGE ? 1 : 0) +
   (DOCKERD_STEPS ? 1 : 0) +
@@ -103,7 +108,9 @@ const VMS = 2;
  * The network variants (SPCD_E2E_NETWORK): `all` (the default) runs the
  * Linux bridge variant's steps, then switches the compute host to the
  * shipped Open vSwitch set on the same control plane and runs its steps
- * (test/e2e/openstack-ovs-steps.ts); `lb` or `ovs` runs one.
+ * (test/e2e/openstack-ovs-steps.ts), then rebuilds the host with
+ * kolla-ansible's module and adopts it (test/e2e/openstack-adopt-steps.ts);
+ * `lb`, `ovs` or `adopt` runs one.
  */
 const NETWORK = (process.env.SPCD_E2E_NETWORK ?? 'all') as NetworkChoice;
 if (!['all', 'lb', 'ovs', 'adopt'].includes(NETWORK))
@@ -223,15 +230,15 @@ describe.runIf(CONTROL_READY && (NETWORK === 'all' || NETWORK === 'lb'))(
         ),
       1_200_000,
     );
-    it.runIf(CONTROL.length > 0)(
+    it.runIf(LB_CONTROL.length > 0)(
       '8: restart each control container, each until spcd reports it healthy',
       async () => {
-        for (const c of CONTROL)
+        for (const c of LB_CONTROL)
           await step(`control-restart-${c}`, () =>
             cs.restartControl(ctl, actions, e2e.openstack, name(c), c),
           );
       },
-      CONTROL.length * 1_200_000,
+      LB_CONTROL.length * 1_200_000,
     );
     it('9: upgrade the whole compute set, every member to its image plus one label', async () => {
       const images = await cs.setTargets(ctl, COMPUTE.containers.map(name), 'set');
