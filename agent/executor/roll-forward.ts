@@ -1,15 +1,15 @@
 import { toSpcdError, type SpcdError } from '../errors.js';
 import { isRunning, type ObservedContainer } from '../model/observed.js';
-import type { ContainerSpec } from '../model/spec.js';
 import { STARTED_STEPS, type JournalEntry } from '../state/journal.js';
+import type { GenerationRecord } from '../state/store.js';
 import { gate } from './gate.js';
 import type { ExecutorDeps } from './ports.js';
 import { finish } from './undo.js';
 
-/** What a roll forward gates: the new instance and the spec its generation was created with. */
+/** What a roll forward gates: the new instance and its generation's record (the spec it was created with). */
 export interface Started {
   readonly fresh: ObservedContainer;
-  readonly spec: ContainerSpec;
+  readonly record: GenerationRecord;
 }
 
 /**
@@ -27,8 +27,8 @@ export async function startedGeneration(
   if (entry.mustUndo !== undefined) return { why: entry.mustUndo };
   if (!STARTED_STEPS.includes(entry.step) || !entry.newId)
     return { why: 'the new generation was not started yet' };
-  const spec = deps.state.generation(name, entry.toGeneration)?.spec;
-  if (!spec) return { why: `generation ${entry.toGeneration} has no record left to gate it by` };
+  const record = deps.state.generation(name, entry.toGeneration);
+  if (!record) return { why: `generation ${entry.toGeneration} has no record left to gate it by` };
   const fresh = await deps.engine.inspect(entry.newId);
   if (fresh?.state !== 'running') return { why: 'the new generation does not run' };
   const id = fresh.identity;
@@ -41,7 +41,7 @@ export async function startedGeneration(
     return { why: `the instance running is not generation ${entry.toGeneration} under ${name}` };
   const old = entry.oldId ? await deps.engine.inspect(entry.oldId) : undefined;
   if (old && isRunning(old)) return { why: 'the previous instance still runs' };
-  return { fresh, spec };
+  return { fresh, record };
 }
 
 /**
@@ -51,7 +51,9 @@ export async function startedGeneration(
  * gate runs on it (gate.ts, the transaction's), and when it passes the entry
  * goes to 'committing' and is finished as the transaction's commit finishes
  * it. Resolves undefined when committed, or with the gate's failure (the
- * caller undoes). `at.entry` follows what the journal holds.
+ * caller undoes); then, as after the transaction's own failed gate, the
+ * target is recorded as failed so that the reconciler does not retry it
+ * until the definition changes. `at.entry` follows what the journal holds.
  */
 export async function rollForward(
   deps: ExecutorDeps,
@@ -66,11 +68,13 @@ export async function rollForward(
   await deps.journal.write(at.entry);
   recoveryStep(deps, entry, 'health-gate', 'begin', 'rolling forward');
   try {
-    await gate(deps, name, started.fresh.id, started.spec);
+    await gate(deps, name, started.fresh.id, started.record.spec);
   } catch (err) {
     const e = toSpcdError(err);
     deps.health.unwatch(name);
     recoveryStep(deps, entry, 'health-gate', 'failed', e.message);
+    const { specHash, configHash } = started.record;
+    await deps.state.setFailedTarget(name, { specHash, configHash, generation: N });
     return e;
   }
   recoveryStep(deps, entry, 'health-gate', 'done');

@@ -87,6 +87,12 @@ describe('recovery rolls a started generation forward', () => {
     expect(next.health.watched.has('svc')).toBe(false);
     expect((await next.deps.journal.scan()).entries).toEqual([]);
     expect(recoverySteps(next)).toEqual(['health-gate:begin', 'health-gate:failed', 'recover:done']);
+    // As after the transaction's own failed gate: the reconciler does not retry this target.
+    expect(next.deps.state.record('svc')?.failedTarget).toEqual({
+      specHash: g2?.specHash,
+      configHash: 'none',
+      generation: 2,
+    });
   });
 
   it('the new one does not run (exited after its start): undone without a gate', async () => {
@@ -95,6 +101,7 @@ describe('recovery rolls a started generation forward', () => {
     expect(report.undone).toEqual(['svc']);
     expect(engineView(next)).toEqual(['svc:running:g1']);
     expect(next.deps.state.generation('svc', 2)?.reason).toMatch(/the new generation does not run/);
+    expect(next.deps.state.record('svc')?.failedTarget).toBeUndefined();
     expect(next.health.watched.size).toBe(0);
     expect(recoverySteps(next)).toEqual(['recover:done']);
   });
