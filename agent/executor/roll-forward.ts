@@ -53,7 +53,9 @@ export async function startedGeneration(
  * it. Resolves undefined when committed, or with the gate's failure (the
  * caller undoes); then, as after the transaction's own failed gate, the
  * target is recorded as failed so that the reconciler does not retry it
- * until the definition changes. `at.entry` follows what the journal holds.
+ * until the definition changes. A gate ended by spcd's own shutdown is no
+ * verdict: the entry is put back as it was and the error thrown (nothing is
+ * undone). `at.entry` follows what the journal holds.
  */
 export async function rollForward(
   deps: ExecutorDeps,
@@ -71,6 +73,12 @@ export async function rollForward(
     await gate(deps, name, started.fresh.id, started.record.spec);
   } catch (err) {
     const e = toSpcdError(err);
+    if (e.code === 'SHUTTING_DOWN') {
+      // No verdict: spcd is stopping. The entry goes back as it was, for the next start's gate.
+      at.entry = entry;
+      await deps.journal.write(entry);
+      throw e;
+    }
     deps.health.unwatch(name);
     recoveryStep(deps, entry, 'health-gate', 'failed', e.message);
     const { specHash, configHash } = started.record;

@@ -131,6 +131,20 @@ describe('recovery rolls a started generation forward', () => {
     expect(engineView(third)).toEqual(['svc:running:g1']);
   });
 
+  it('a gate ended by spcd stopping is no verdict: nothing undone, the entry back as it was', async () => {
+    const next = await dead(startedIn('starting-new'));
+    next.health.verdict = () => new SpcdError('SHUTTING_DOWN', 'health manager is closing');
+    const report = await recoverJournal(next.deps);
+    expect(report.quarantined.map((q) => q.reason)).toEqual([expect.stringMatching(/SHUTTING_DOWN/)]);
+    expect(engineView(next)).toEqual(['svc.g1.old:exited:g1', 'svc:running:g2']);
+    const entry = await next.deps.journal.read('svc');
+    expect(entry?.step).toBe('starting-new');
+    expect(entry?.mustUndo).toBeUndefined();
+    // The next start gates it again.
+    next.health.verdict = () => undefined;
+    expect((await recoverJournal(next.deps)).rolledForward).toEqual(['svc']);
+  });
+
   it('a quarantine retry takes the same road: cleared by rolling forward', async () => {
     const next = await dead(startedIn('starting-new'));
     expect(await retryQuarantined(next.deps, 'svc')).toBe('cleared');
