@@ -1,4 +1,5 @@
 import { SpcdError, toSpcdError } from '../errors.js';
+import { STARTED_STEPS } from '../state/journal.js';
 import { rewatchOld } from './gate.js';
 import { undo } from './undo.js';
 import type { Prepared, Txn, TxnJournal, Window } from './upgrade-txn.js';
@@ -26,6 +27,17 @@ export async function rollBack(
     { container: name, generation: N, err: e.message, code: e.code },
     'upgrade failed; rolling back',
   );
+  // A crash from here on must not let recovery roll the rejected generation forward. A
+  // failed write does not hold the rollback up: then a recovery's own gate decides.
+  if (STARTED_STEPS.includes(journal.entry.step))
+    await journal
+      .mustUndo(`rolled back: ${e.message}`)
+      .catch((wErr: unknown) =>
+        deps.log.warn(
+          { container: name, generation: N, err: toSpcdError(wErr).message },
+          'could not mark the journal entry undo-only; rolling back anyway',
+        ),
+      );
   try {
     await undo(deps, journal.entry, `rolled back: ${e.message}`);
   } catch (rbErr) {

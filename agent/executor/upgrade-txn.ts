@@ -75,6 +75,12 @@ export class TxnJournal {
     this.current = { ...this.base, newId, step };
     await this.deps.journal.write(this.current);
   }
+
+  /** The step begun stays; the entry may only be undone from now on (recovery never rolls it forward). */
+  async mustUndo(reason: string): Promise<void> {
+    this.current = { ...this.current, mustUndo: reason };
+    await this.deps.journal.write(this.current);
+  }
 }
 
 /** The window's clock marks, and the old instance's stop while it is still settling. */

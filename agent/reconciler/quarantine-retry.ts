@@ -40,9 +40,14 @@ export class QuarantineRetry {
   async recoverAtStart(): Promise<void> {
     const rec = await recoverJournal(this.deps.exec);
     for (const q of rec.quarantined) this.deps.book.add(q);
-    if (rec.undone.length || rec.finished.length || rec.quarantined.length)
+    if (rec.undone.length || rec.rolledForward.length || rec.finished.length || rec.quarantined.length)
       this.deps.log.warn(
-        { undone: rec.undone, finished: rec.finished, quarantined: rec.quarantined.map((q) => q.container) },
+        {
+          undone: rec.undone,
+          rolledForward: rec.rolledForward,
+          finished: rec.finished,
+          quarantined: rec.quarantined.map((q) => q.container),
+        },
         'journal recovery done',
       );
   }

@@ -5,8 +5,9 @@ import { ensureDir, fsyncDir, readJsonFile, writeFileAtomic } from './atomic.js'
 
 /**
  * The steps of the upgrade transaction, in order. The journal names the last
- * step *begun*. Recovery undoes everything up to and including 'gating' (the
- * new generation never proved itself) and finishes 'committing'.
+ * step *begun*. Recovery undoes everything before 'starting-new', rolls
+ * 'starting-new' and 'gating' forward when the new generation runs and passes
+ * its gate (else undoes them), and finishes 'committing' (recover.ts).
  */
 export const UPGRADE_STEPS = [
   'creating',
@@ -17,6 +18,9 @@ export const UPGRADE_STEPS = [
   'committing',
 ] as const;
 export type UpgradeStep = (typeof UPGRADE_STEPS)[number];
+
+/** The steps after which the new generation may be running: recovery may roll them forward. */
+export const STARTED_STEPS: readonly UpgradeStep[] = ['starting-new', 'gating'];
 
 export interface JournalEntry {
   readonly operationId: string;
@@ -32,6 +36,12 @@ export interface JournalEntry {
   readonly parkedName: string;
   readonly step: UpgradeStep;
   readonly startedAt: string;
+  /**
+   * Set when the entry may only be undone, never rolled forward: its gate
+   * failed (the transaction's rollback began), or a recovery began a gate on
+   * it that did not end. The reason, for the log and the generation's record.
+   */
+  readonly mustUndo?: string;
 }
 
 /**
@@ -134,5 +144,6 @@ function entryProblem(e: unknown, container: string): string | undefined {
   for (const k of ['oldId', 'newId'] as const)
     if (x[k] !== null && typeof x[k] !== 'string') return `has a bad ${k}`;
   for (const k of ['stagingName', 'parkedName'] as const) if (typeof x[k] !== 'string') return `has no ${k}`;
+  if (x.mustUndo !== undefined && typeof x.mustUndo !== 'string') return 'has a bad mustUndo';
   return undefined;
 }

@@ -106,7 +106,8 @@ describe('recovery entry by entry', () => {
         newId: gone.Id,
         stagingName: `${n('gone')}.g1.new`,
         parkedName: `${n('gone')}.g0.old`,
-        step: 'gating',
+        // Before the start: undone (an entry whose new generation runs from its start on is rolled forward).
+        step: 'stopping-old',
         startedAt: new Date().toISOString(),
       }),
     );

@@ -6,7 +6,7 @@ import { specHash } from '../../agent/model/hash.js';
 import { allContainers } from '../../agent/model/spec.js';
 import { loadDesired } from '../../agent/spec/load.js';
 import { REPO, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
-import { cleanupInstance, containersOf } from '../support/docker.js';
+import { cleanupInstance, containersOf, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -21,6 +21,10 @@ import { waitFor } from '../support/wait.js';
  * interrupted number is burnt and the retry on restart takes the next one. So
  * "N or N+1" is checked as: the instance runs either the old generation N with
  * the old spec, or a newer generation with the new spec.
+ *
+ * Killed once the new generation was started (starting-new, gating), recovery
+ * rolls it forward: the very instance left running passes its gate again and
+ * is committed, never stopped or started again. Before that, it undoes.
  */
 const sb: Sandbox = sandbox('failpoints');
 const name = `${sb.instance}-svc`;
@@ -90,6 +94,43 @@ const JOURNALED: Record<(typeof FAILPOINTS)[number], string | null> = {
   'upgrade.after-commit': null,
 };
 
+/** The road the restarted spcd's recovery takes for the entry (null: nothing to recover). */
+const ROAD: Record<(typeof FAILPOINTS)[number], 'undone' | 'rolledForward' | null> = {
+  'upgrade.after-pull': null,
+  'upgrade.after-allocate': null,
+  'upgrade.after-create': 'undone',
+  'upgrade.after-rename': 'undone',
+  'upgrade.after-stop-old': 'undone',
+  'upgrade.after-start-new': 'rolledForward',
+  'upgrade.after-gate': 'rolledForward',
+  'upgrade.after-commit': null,
+};
+
+interface LeftEntry {
+  step: string;
+  toGeneration: number;
+  newId: string | null;
+}
+
+/** The new instance as the kill left it: its id and when it was started. */
+async function startedOf(
+  entry: LeftEntry | undefined,
+): Promise<{ id: string; startedAt: string } | undefined> {
+  const c = entry?.newId ? await inspect(entry.newId) : undefined;
+  return c?.State.Running ? { id: c.Id, startedAt: c.State.StartedAt } : undefined;
+}
+
+/** From the first recovery log line to 'journal recovery done': what recovery added to the start. */
+function recoveryMs(output: readonly string[]): number | undefined {
+  const timeOf = (msg: RegExp): number | undefined => {
+    const l = output.find((x) => msg.test(x));
+    return l ? (JSON.parse(l) as { time: number }).time : undefined;
+  };
+  const from = timeOf(/"msg":"(undoing|rolling|finishing) an interrupted upgrade/);
+  const to = timeOf(/"msg":"journal recovery done"/);
+  return from !== undefined && to !== undefined ? to - from : undefined;
+}
+
 let spcd: SpcdProcess | undefined;
 
 beforeAll(async () => {
@@ -127,10 +168,12 @@ describe('SIGKILL at every failpoint, then a restart, converges', () => {
         await spcd.wait();
         expect(spcd.child.signalCode, spcd.output.slice(-5).join('\n')).toBe('SIGKILL');
         spcd = undefined;
-        const left = journalFiles().map(
-          (f) => (JSON.parse(readFileSync(join(sb.stateDir, 'journal', f), 'utf8')) as { step: string }).step,
+        const entries = journalFiles().map(
+          (f) => JSON.parse(readFileSync(join(sb.stateDir, 'journal', f), 'utf8')) as LeftEntry,
         );
-        expect(left).toEqual(JOURNALED[point] ? [JOURNALED[point]] : []);
+        expect(entries.map((e) => e.step)).toEqual(JOURNALED[point] ? [JOURNALED[point]] : []);
+        const started = await startedOf(entries[0]);
+        if (ROAD[point] === 'rolledForward') expect(started).toBeDefined();
 
         // 2. restart without it: recovery, then convergence.
         const t0 = Date.now();
@@ -155,12 +198,30 @@ describe('SIGKILL at every failpoint, then a restart, converges', () => {
         const gens = readState().containers[name]!.generations;
         expect(gens.filter((g) => g.outcome === 'in-progress')).toEqual([]);
         expect(gens.filter((g) => g.outcome === 'current').map((g) => g.generation)).toEqual([converged.gen]);
-        const recovery = spcd.output.find((l) => l.includes('journal recovery done'));
-        // Up to and including 'gating' the new generation never proved itself: undone (back to N).
-        if (JOURNALED[point]) expect(JSON.parse(recovery!).undone).toEqual([name]);
-        else expect(recovery).toBeUndefined();
+        const line = spcd.output.find((l) => l.includes('journal recovery done'));
+        const recovery = line
+          ? (JSON.parse(line) as { undone: string[]; rolledForward: string[]; finished: string[] })
+          : undefined;
+        const road = ROAD[point];
+        if (road) {
+          expect(recovery).toMatchObject({ [road]: [name], finished: [], quarantined: [] });
+          // The interrupted generation ends committed (rolled forward) or rolled back, nothing in between.
+          const interrupted = gens.find((g) => g.generation === entries[0]!.toGeneration);
+          expect(interrupted?.outcome).toBe(road === 'rolledForward' ? 'current' : 'rolled-back');
+          // Either way a newer generation is committed: the old one is superseded, not current.
+          expect(gens.find((g) => g.generation === oldGen)?.outcome).toBe('superseded');
+        } else expect(recovery).toBeUndefined();
+        if (road === 'rolledForward') {
+          // The instance the kill left running is the one committed: not stopped, not started again.
+          const now = await inspect(started!.id);
+          expect(converged.gen).toBe(entries[0]!.toGeneration);
+          expect({ id: now?.Id, startedAt: now?.State.StartedAt, running: now?.State.Running }).toEqual({
+            ...started,
+            running: true,
+          });
+        }
         console.log(
-          `${point}: converged at generation ${converged.gen} (was ${oldGen}) in ${converged.ms} ms; ${recovery ? JSON.stringify({ undone: JSON.parse(recovery).undone, finished: JSON.parse(recovery).finished }) : 'nothing to recover'}`,
+          `${point}: converged at generation ${converged.gen} (was ${oldGen}) in ${converged.ms} ms; ${recovery ? JSON.stringify({ undone: recovery.undone, rolledForward: recovery.rolledForward, finished: recovery.finished, recoveryMs: recoveryMs(spcd.output) }) : 'nothing to recover'}`,
         );
         expect(await spcd.stop()).toBe(0);
         spcd = undefined;

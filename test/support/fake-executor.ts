@@ -18,7 +18,7 @@ import { specHash } from '../../agent/model/hash.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
 import { nodeStateFs, type StateFs } from '../../agent/state/atomic.js';
-import { Journal } from '../../agent/state/journal.js';
+import { Journal, type JournalEntry } from '../../agent/state/journal.js';
 import { StateStore } from '../../agent/state/store.js';
 import { FakeClock } from './fake-clock.js';
 import { FakeEngine } from './fake-engine.js';
@@ -82,6 +82,31 @@ export class Killed extends Error {
 
 export const INSTANCE = 'unit';
 
+/**
+ * The journal of one fake process: once that process is dead (its engine
+ * killed, or the next process started), its writes never return, as a
+ * SIGKILLed process writes nothing more. (A failpoint's Killed is thrown, so
+ * the dead process's code may go on into its rollback.)
+ */
+class ProcessJournal extends Journal {
+  constructor(
+    stateDir: string,
+    private readonly dead: () => boolean,
+  ) {
+    super(stateDir);
+  }
+
+  override async write(entry: JournalEntry): Promise<void> {
+    if (this.dead()) await new Promise<never>(() => undefined);
+    await super.write(entry);
+  }
+
+  override async clear(container: string): Promise<void> {
+    if (this.dead()) await new Promise<never>(() => undefined);
+    await super.clear(container);
+  }
+}
+
 /** The real file system for state.json, except that while `full` every write fails as a full disk fails it. */
 export class FillableStateFs implements StateFs {
   full = false;
@@ -116,6 +141,8 @@ export class FakeProcess {
   onFailpoint: ((point: string) => void) | undefined;
   /** state.json's file system: `stateFs.full = true` fills the disk. */
   readonly stateFs = new FillableStateFs();
+  /** The next process started: this one is dead for good. */
+  private superseded = false;
 
   private constructor(
     readonly dir: string,
@@ -134,6 +161,7 @@ export class FakeProcess {
 
   /** The next spcd after this one died: same engine (revived), same state directory. */
   async restart(): Promise<FakeProcess> {
+    this.superseded = true;
     this.engine.revive();
     const p = new FakeProcess(this.dir, this.engine, this.clock);
     await p.open();
@@ -143,7 +171,10 @@ export class FakeProcess {
   private async open(): Promise<void> {
     const state = new StateStore(join(this.dir, 'state'), this.stateFs);
     await state.load(new Date(this.clock.now()));
-    const journal = new Journal(join(this.dir, 'state'));
+    const journal = new ProcessJournal(
+      join(this.dir, 'state'),
+      () => this.superseded || this.engine.killed(),
+    );
     await journal.init();
     // As the daemon wires it: adopted containers are listed with the identity their record gives them.
     this.engine.adopted = () => adoptedIdentities(state, INSTANCE);

@@ -62,4 +62,11 @@ describe('journal scan', () => {
     expect((err as Error).message).toContain(journal.fileOf('x'));
     expect(await journal.read('absent')).toBeUndefined();
   });
+
+  it('keeps an undo-only mark, and refuses one that is no string', async () => {
+    await journal.write({ ...entry('marked'), mustUndo: 'rolled back: amqp failed' });
+    expect(await journal.read('marked')).toMatchObject({ mustUndo: 'rolled back: amqp failed' });
+    await writeFile(journal.fileOf('bad-mark'), JSON.stringify({ ...entry('bad-mark'), mustUndo: true }));
+    expect(isSpcdError(await journal.read('bad-mark').catch((e: unknown) => e), 'STATE_CORRUPT')).toBe(true);
+  });
 });

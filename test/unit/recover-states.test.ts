@@ -1,11 +1,9 @@
 import { writeFile } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { recoverJournal, retryQuarantined } from '../../agent/executor/recover.js';
-import { specHash } from '../../agent/model/hash.js';
-import type { ObservedContainer } from '../../agent/model/observed.js';
-import type { JournalEntry, UpgradeStep } from '../../agent/state/journal.js';
-import { FakeProcess, INSTANCE } from '../support/fake-executor.js';
-import { engineView, NEXT, OLD } from '../support/upgrade-fixture.js';
+import type { FakeProcess } from '../support/fake-executor.js';
+import { killedIn as killedInto, roadOf, startedIn, type Left } from '../support/recovery-fixture.js';
+import { engineView } from '../support/upgrade-fixture.js';
 
 /**
  * Journal recovery from each journaled step, with the engine as a kill in the
@@ -18,24 +16,10 @@ afterEach(async () => {
   await proc?.close();
   proc = undefined;
 });
-
-/** What the engine and the journal hold when the process dies. */
-interface Left {
-  readonly step: UpgradeStep;
-  /** The old instance: under its name, parked (renamed aside), removed, or there never was one (a first create). */
-  readonly old: 'named' | 'parked' | 'gone' | 'none';
-  readonly oldRunning?: boolean;
-  /** The new generation's instance. */
-  readonly fresh: 'absent' | 'staging' | 'named' | 'gone';
-  readonly freshRunning?: boolean;
-  /** The entry names the new instance's id (false: killed inside create, before it was journaled). */
-  readonly newIdJournaled: boolean;
-  /** The state already records the new generation as current (committing: killed after state.commit). */
-  readonly committed?: boolean;
-}
+const killedIn = (left: Left): Promise<FakeProcess> => killedInto(left, (p) => (proc = p));
 
 interface Want {
-  readonly report: 'undone' | 'finished' | 'quarantined';
+  readonly report: 'undone' | 'rolledForward' | 'finished' | 'quarantined';
   /** Every container of the instance afterwards, as name:state:gN. */
   readonly engine: string[];
   /** The new generation's outcome in state.json. */
@@ -44,64 +28,8 @@ interface Want {
   readonly reason?: RegExp;
 }
 
-/** Leaves the engine, state and journal as a process killed in `left.step` would; returns the next process. */
-async function killedIn(left: Left): Promise<FakeProcess> {
-  const p = await FakeProcess.create();
-  proc = p;
-  const { engine, state, journal } = p.deps;
-  const old: ObservedContainer | undefined = left.old === 'none' ? undefined : await p.first(OLD);
-  const spec = old ? NEXT : OLD;
-  p.engine.addImage(spec.image);
-  const gen = await state.allocate(
-    'svc',
-    { image: spec.image, imageDigest: null, specHash: specHash(spec), configHash: 'none', spec },
-    new Date(p.clock.now()),
-  );
-  const N = gen.generation;
-  const stagingName = `svc.g${N}.new`;
-  const parkedName = old ? `svc.g${old.identity.generation}.old` : '';
-  if (old && left.old !== 'named') await engine.rename(old.id, parkedName);
-  let newId: string | null = null;
-  if (left.fresh !== 'absent') {
-    newId = await engine.create({
-      spec,
-      identity: {
-        instance: INSTANCE,
-        set: spec.set,
-        container: 'svc',
-        generation: N,
-        specHash: specHash(spec),
-        configHash: 'none',
-      },
-      name: left.fresh === 'staging' ? stagingName : 'svc',
-      extraBinds: [],
-      extraEnv: {},
-    });
-    if (left.freshRunning) await engine.start(newId);
-  }
-  if (old && left.oldRunning === false) await engine.stop(old.id, 0);
-  if (old && left.old === 'gone') await engine.remove(old.id);
-  if (newId && left.fresh === 'gone') await engine.remove(newId);
-  if (left.committed) await state.commit('svc', N);
-  const entry: JournalEntry = {
-    operationId: 'op-up',
-    kind: old ? 'upgrade' : 'create',
-    container: 'svc',
-    fromGeneration: old?.identity.generation ?? null,
-    toGeneration: N,
-    oldId: old?.id ?? null,
-    newId: left.newIdJournaled ? newId : null,
-    stagingName,
-    parkedName,
-    step: left.step,
-    startedAt: new Date(p.clock.now()).toISOString(),
-  };
-  await journal.write(entry);
-  p.engine.processKilled();
-  return p.restart();
-}
-
 const UNDONE: Want = { report: 'undone', engine: ['svc:running:g1'], outcome: 'rolled-back' };
+const ROLLED_FORWARD: Want = { report: 'rolledForward', engine: ['svc:running:g2'], outcome: 'current' };
 
 const CASES: { name: string; left: Left; want: Want }[] = [
   {
@@ -147,16 +75,24 @@ const CASES: { name: string; left: Left; want: Want }[] = [
     want: UNDONE,
   },
   {
-    name: 'gating, the new one running',
-    left: {
-      step: 'gating',
-      old: 'parked',
-      oldRunning: false,
-      fresh: 'named',
-      freshRunning: true,
-      newIdJournaled: true,
-    },
+    name: 'starting-new, the new one started and running (its gate passes again)',
+    left: startedIn('starting-new'),
+    want: ROLLED_FORWARD,
+  },
+  {
+    name: 'gating, the new one running (its gate passes again)',
+    left: startedIn('gating'),
+    want: ROLLED_FORWARD,
+  },
+  {
+    name: 'gating, the new one running but the old one never stopped',
+    left: { step: 'gating', old: 'parked', fresh: 'named', freshRunning: true, newIdJournaled: true },
     want: UNDONE,
+  },
+  {
+    name: 'gating, the old instance vanished and the new one runs: rolled forward, not quarantined',
+    left: { step: 'gating', old: 'gone', fresh: 'named', freshRunning: true, newIdJournaled: true },
+    want: ROLLED_FORWARD,
   },
   {
     name: 'committing, before the state commit',
@@ -219,6 +155,11 @@ const CASES: { name: string; left: Left; want: Want }[] = [
     want: { report: 'undone', engine: [], outcome: 'rolled-back' },
   },
   {
+    name: 'a first create, gating, running: rolled forward',
+    left: { step: 'gating', old: 'none', fresh: 'named', freshRunning: true, newIdJournaled: true },
+    want: { report: 'rolledForward', engine: ['svc:running:g1'], outcome: 'current' },
+  },
+  {
     name: 'a first create, committing: finished',
     left: { step: 'committing', old: 'none', fresh: 'named', freshRunning: true, newIdJournaled: true },
     want: { report: 'finished', engine: ['svc:running:g1'], outcome: 'current' },
@@ -231,8 +172,7 @@ describe('journal recovery from each journaled step, killed mid-step', () => {
       const next = await killedIn(left);
       const N = left.old === 'none' ? 1 : 2;
       const report = await recoverJournal(next.deps);
-      const got = report.undone.length ? 'undone' : report.finished.length ? 'finished' : 'quarantined';
-      expect(got).toBe(want.report);
+      expect(roadOf(report)).toBe(want.report);
       expect(engineView(next)).toEqual(want.engine);
       expect(next.deps.state.generation('svc', N)?.outcome).toBe(want.outcome);
       const entries = (await next.deps.journal.scan()).entries;
@@ -251,7 +191,7 @@ describe('journal recovery from each journaled step, killed mid-step', () => {
         expect(next.preparer.restored).toEqual(['svc:none']);
         expect(next.deps.state.generation('svc', 1)?.outcome).toBe('current');
       }
-      if (want.report === 'finished' && left.old !== 'none') {
+      if (want.report !== 'undone' && left.old !== 'none') {
         expect(next.deps.state.generation('svc', 1)?.outcome).toBe('superseded');
         expect(next.deps.state.record('svc')?.lastKnownGood).toBe(2);
       }
@@ -261,18 +201,11 @@ describe('journal recovery from each journaled step, killed mid-step', () => {
 
 describe('journal recovery with a malformed entry', () => {
   it('quarantines the bad file by name, recovers the others, and clears it once the operator removed it', async () => {
-    const next = await killedIn({
-      step: 'gating',
-      old: 'parked',
-      oldRunning: false,
-      fresh: 'named',
-      freshRunning: true,
-      newIdJournaled: true,
-    });
+    const next = await killedIn(startedIn('gating'));
     const bad = next.deps.journal.fileOf('db');
     await writeFile(bad, '{"container": "db", "step": "gat');
     const report = await recoverJournal(next.deps);
-    expect(report.undone).toEqual(['svc']);
+    expect(report.rolledForward).toEqual(['svc']);
     expect(report.quarantined).toEqual([
       {
         container: 'db',
@@ -282,7 +215,7 @@ describe('journal recovery with a malformed entry', () => {
       },
     ]);
     expect(report.quarantined[0]?.reason).toContain(bad);
-    expect(engineView(next)).toEqual(['svc:running:g1']);
+    expect(engineView(next)).toEqual(['svc:running:g2']);
     // A reload retries it: still malformed, then gone.
     expect(await retryQuarantined(next.deps, 'db')).toMatchObject({ container: 'db', file: bad });
     await next.deps.journal.clear('db');

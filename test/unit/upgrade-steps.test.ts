@@ -10,13 +10,14 @@ import type { Fault } from '../support/fake-engine.js';
 import { FakeProcess, Killed } from '../support/fake-executor.js';
 import { waitFor } from '../support/wait.js';
 import { amqpCheck } from '../support/spec.js';
+import { roadOf } from '../support/recovery-fixture.js';
 import { engineView, NEXT, OLD, upgradeTo } from '../support/upgrade-fixture.js';
 
 /**
  * The upgrade transaction step by step against the fake engine: each step
  * failing (or hanging past its deadline) rolls back to the old generation;
- * a kill at each failpoint leaves a journal that the next spcd finishes or
- * undoes. No Docker engine.
+ * a kill at each failpoint leaves a journal that the next spcd finishes,
+ * rolls forward or undoes. No Docker engine.
  */
 let proc: FakeProcess | undefined;
 afterEach(async () => {
@@ -187,8 +188,9 @@ const KILLED: Record<
   'upgrade.after-create': { step: 'creating', runs: 1, recovery: 'undone' },
   'upgrade.after-rename': { step: 'renaming', runs: 1, recovery: 'undone' },
   'upgrade.after-stop-old': { step: 'stopping-old', runs: 1, recovery: 'undone' },
-  'upgrade.after-start-new': { step: 'starting-new', runs: 1, recovery: 'undone' },
-  'upgrade.after-gate': { step: 'gating', runs: 1, recovery: 'undone' },
+  // Started and running: recovery gates the new generation again and commits it, restarting nothing.
+  'upgrade.after-start-new': { step: 'starting-new', runs: 2, recovery: 'rolledForward' },
+  'upgrade.after-gate': { step: 'gating', runs: 2, recovery: 'rolledForward' },
   'upgrade.after-commit': { step: null, runs: 2, recovery: 'nothing' },
 };
 
@@ -240,8 +242,7 @@ describe('journal recovery that cannot finish or undo', () => {
 
 async function expectRecovered(next: FakeProcess, recovery: string, runs: number): Promise<void> {
   const report = await recoverJournal(next.deps);
-  const got = report.undone.length ? 'undone' : report.finished.length ? 'finished' : 'nothing';
-  expect(got).toBe(recovery);
+  expect(roadOf(report)).toBe(recovery);
   expect(report.quarantined).toEqual([]);
   expect(engineView(next)).toEqual([`svc:running:g${runs}`]);
   expect(await journalSteps(next)).toEqual([]);
