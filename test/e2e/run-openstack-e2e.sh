@@ -12,7 +12,7 @@
 # The Open vSwitch line (test/e2e/openstack-ovs-steps.ts):
 #   network=ovs ovs_vms_survived=K/N census_mismatches=M shipped_set=1 network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L ovsdb_upgrade_lost=D vswitchd_upgrade_lost=V vswitchd_window_ms=W lost_elsewhere=0
 #   (T = 7 + the control containers restarted: neutron_server, the DHCP agent and RabbitMQ, every one with
-#   SPCD_E2E_OVS_CONTROL=all; this script sets SPCD_E2E_OVS_STEPS=full, the CI lane runs 5 steps)
+#   SPCD_E2E_OVS_CONTROL=all; this script sets SPCD_E2E_STEPS=full, the CI lane runs 3 steps: test/e2e/openstack-lanes.ts)
 # The adoption line (test/e2e/openstack-adopt-steps.ts):
 #   adopted=K/N adopt_restarts=0 units_retired=U vm_ping_lost=0 openstack_vms_survived=S/S nova_managed_after=1 adopt_s=T census_mismatches=M network_ok=S/T vm_ping_sent=N max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L
 #   (checked: every container adopted and none restarted, every unit retired, no packet lost anywhere)
@@ -25,7 +25,7 @@
 #   SPCD_E2E_DOCKERD_STEPS=0 (leave out steps 11 and 12, the restarts of dockerd),
 #   SPCD_E2E_DOCKERD_OFF=0 (leave out step 12, dockerd restarted with live-restore off),
 #   SPCD_E2E_NETWORK=all|lb|ovs|adopt (the variants), SPCD_E2E_OVS_CONTROL=all,
-#   SPCD_E2E_OVS_STEPS=ci (the CI lane's shorter list of Open vSwitch steps).
+#   SPCD_E2E_STEPS=ci (the CI lane's shorter lists of steps, test/e2e/openstack-lanes.ts).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 npm run build >/dev/null || exit 1
@@ -33,7 +33,7 @@ summary=$(mktemp /tmp/spcd-e2e-summary.XXXXXX)
 trap 'rm -f "$summary"' EXIT
 t0=$EPOCHREALTIME
 # The long form: every step of the Open vSwitch variant (the CI lane runs a shorter list).
-export SPCD_E2E_OVS_STEPS="${SPCD_E2E_OVS_STEPS:-full}"
+export SPCD_E2E_STEPS="${SPCD_E2E_STEPS:-full}"
 SPCD_E2E_SUMMARY="$summary" npx vitest run --project integration test/integration/openstack-e2e.test.ts 2>&1
 rc=$?
 awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "e2e_openstack_wall_s=%.1f\n", b - a }'
