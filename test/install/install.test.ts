@@ -225,7 +225,8 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
     result.upgraded_restarts = moved.length;
     // Who finished the upgrade: the stopping spcd lets a running step end (up
     // to its shutdown deadline, 120 s), else the new one's journal recovery
-    // resolves it (and undoes an upgrade still in its gate).
+    // resolves it (a started generation gated again and committed, an
+    // earlier step undone: docs/decisions/0060-recovery-rolls-forward.md).
     const log = await unitLog();
     const at = (p: (l: Record<string, unknown>) => boolean): number => log.findIndex(p);
     const stopping = at((l) => l.msg === 'stopping; managed containers keep running');
