@@ -6,6 +6,9 @@
 import type { PingReport } from './openstack-ping.js';
 import type { StepResult } from './openstack-steps.js';
 
+/** The adoption variant's takeover step (test/e2e/openstack-adopt-steps.ts). */
+export const ADOPT_STEP = 'adopt';
+
 /** The engine restart steps' names begin so (test/e2e/openstack-dockerd-steps.ts). */
 export const DOCKERD_STEP = 'dockerd-restart';
 
@@ -147,8 +150,8 @@ export interface AdoptSummaryInput {
 
 /**
  * The adoption variant's line (test/e2e/openstack-adopt-steps.ts): the
- * takeover's counts first, then the VMs through every step after it, and
- * the pings of the whole variant (no loss allowed anywhere).
+ * takeover's counts first, then the pings (the whole variant's, and the
+ * takeover step's own), the VMs through every step, and the rest.
  */
 export function adoptSummaryLine(s: AdoptSummaryInput): string {
   const vmSteps = s.results.reduce((n, r) => n + r.vmsOk, 0);
@@ -156,7 +159,7 @@ export function adoptSummaryLine(s: AdoptSummaryInput): string {
   const p = s.ping;
   return (
     `adopted=${s.adopted}/${s.containers} adopt_restarts=${s.restarts} units_retired=${s.unitsRetired} ` +
-    `vm_ping_lost=${p ? p.lost : 'nan'} openstack_vms_survived=${vmSteps}/${s.checked} nova_managed_after=${s.managed} ` +
+    `vm_ping_lost=${p ? p.lost : 'nan'} adopt_step_lost=${p ? (p.lossesByWindow[ADOPT_STEP] ?? 0) + (p.nsLossesByWindow[ADOPT_STEP] ?? 0) : 'nan'} openstack_vms_survived=${vmSteps}/${s.checked} nova_managed_after=${s.managed} ` +
     `adopt_s=${Number.isFinite(s.adoptS) ? s.adoptS.toFixed(1) : 'nan'} census_mismatches=${census} network_ok=${s.networkOk}/${s.steps} ` +
     `vm_ping_sent=${p ? p.sent : 0} max_ping_gap_ms=${p ? p.maxGapMs : 'nan'} ns_ping_sent=${p ? p.nsSent : 0} ns_ping_lost=${p ? p.nsLost : 'nan'}`
   );
