@@ -35,6 +35,7 @@ import { pingReport, reportLines, VM_IPS, waitReplyAfter } from './openstack-pin
 import { novaManages, type Acted } from './openstack-steps.js';
 import { ADOPT_STEP } from './openstack-summary.js';
 import { switchToKolla } from './openstack-switch.js';
+import { agentLogIn } from './openstack-adopt.js';
 
 /** Checked steps of the variant (the summary's denominators). */
 export const ADOPT_STEPS = 5;
@@ -93,6 +94,10 @@ export function adoptSteps(e2e: OpenStackE2eRun): void {
       const ping = pingReport(v.pingSources(), v.windows, v.nsPing!.directions(v.windows));
       v.ping = ping;
       for (const l of reportLines(ping)) console.log(`adopt ${l}`);
+      for (const w of v.windows.filter((x) => (ping.lossesByWindow[x.name] ?? 0) > 0))
+        console.log(
+          `adopt: the agent in ${w.name}, where packets were lost:\n  ${(await agentLogIn(w)).join('\n  ')}`,
+        );
       expect(ping.restarts, 'a pinger started its sequence again').toBe(0);
       expect(ping.sent).toBeGreaterThan(0);
       expect(ping.lossesByWindow[ADOPT_STEP] ?? 0, ping.stepLines.join('\n')).toBe(0);

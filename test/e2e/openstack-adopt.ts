@@ -241,11 +241,15 @@ export class Adoption {
     if (!line.test(text)) throw new Error(`${file}: no ${key}`);
     writeFileSync(file, text.replace(line, `${key} = ${value}`));
     const acted = await this.e2e.actions.restart('nova_compute');
-    const inside = (
-      await run(DOCKER, ['exec', 'nova_compute', 'cat', '/etc/nova/nova.conf'], { encoding: 'utf8' })
-    ).stdout;
-    if (!inside.includes(`${key} = ${value}`))
-      throw new Error(`nova_compute's nova.conf has no ${key} = ${value}`);
+    // Kolla's start copies the file in before it runs nova-compute: the restart's end can come first.
+    await waitFor(
+      `nova_compute's nova.conf with ${key} = ${value}`,
+      async () =>
+        (
+          await run(DOCKER, ['exec', 'nova_compute', 'cat', '/etc/nova/nova.conf'], { encoding: 'utf8' })
+        ).stdout.includes(`${key} = ${value}`),
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     return { ...acted, spcd: `${acted.spcd} ${key}=${value}` };
   };
 }
@@ -267,4 +271,28 @@ async function exists(name: string): Promise<boolean> {
  */
 function adoptedAs(c: { generation: number; containerId: string | null }, was: Started | undefined): boolean {
   return c.generation > 0 && c.containerId === was?.id;
+}
+
+/**
+ * What the agent logged in a step's window (its ports, flows, resyncs): read
+ * where the VMs lost packets, to place the loss (docs/explanation/adoption-proof.md).
+ */
+export async function agentLogIn(w: { name: string; from: number; to: number }): Promise<string[]> {
+  const out = await run(
+    DOCKER,
+    [
+      'logs',
+      '--timestamps',
+      '--since',
+      String(Math.floor(w.from - 2)),
+      '--until',
+      String(Math.ceil(w.to + 2)),
+      'neutron_openvswitch_agent',
+    ],
+    { encoding: 'utf8', maxBuffer: 64 << 20 },
+  ).catch((e: Error) => ({ stdout: '', stderr: e.message }));
+  return `${out.stdout}${out.stderr}`
+    .split('\n')
+    .filter((l) => /port|flow|sync|rpc_loop|spoof|devices|iptables|firewall|error|warn/i.test(l))
+    .slice(0, 60);
 }

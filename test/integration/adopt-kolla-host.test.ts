@@ -159,4 +159,26 @@ describe('a host kolla-ansible built, adopted by spcd with no restart', () => {
       expect(containers.get(n(s.kolla))).toMatchObject({ generation: 1, containerId: now.id });
     }
   });
+
+  it('heals an adopted container that exits: the same container started again, no recreate', async () => {
+    const name = n(SERVICES[0]!.kolla);
+    const was = await running(name);
+    await run(DOCKER, ['kill', name]);
+    const back = await waitFor(
+      `${name} started again by spcd`,
+      async () => {
+        const now = await running(name);
+        return now.running && now.startedAt !== was.startedAt && now;
+      },
+      { timeoutMs: 60_000 },
+    );
+    expect(back.id).toBe(was.id);
+    // spcd's view follows at its next listing of the engine
+    await waitFor(
+      `spcd to show ${name} running again`,
+      async () => (await statusOnceListed()).get(name)?.state === 'running',
+      { timeoutMs: 30_000 },
+    );
+    expect((await statusOnceListed()).get(name)).toMatchObject({ generation: 1, containerId: was.id });
+  });
 });
