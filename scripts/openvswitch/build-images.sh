@@ -2,9 +2,10 @@
 # Build the Open vSwitch image of the end-to-end tests locally, with no
 # registry: spcd-e2e/openstack:zed (scripts/openstack/build-images.sh, which
 # this script calls and which is cached) plus Debian bookworm's
-# openvswitch-switch (3.1) and neutron-openvswitch-agent (Zed), in one
-# `docker build` stage. One image serves openvswitch_db, openvswitch_vswitchd
-# and neutron_openvswitch_agent; the container's command picks the service.
+# openvswitch-switch (3.1), neutron-openvswitch-agent (Zed) and OVN (23.03), in one
+# `docker build` stage. One image serves openvswitch_db, openvswitch_vswitchd,
+# neutron_openvswitch_agent and the OVN containers (ovn_controller,
+# ovn_nb_db, ovn_sb_db, ovn_northd); the container's command picks the service.
 #
 #   usage: build-images.sh
 #

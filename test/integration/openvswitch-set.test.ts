@@ -23,22 +23,22 @@
  * Setup builds or reuses the image (scripts/openvswitch/build-images.sh).
  */
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EventTap, run, SpcdApi } from '../e2e/libvirt-e2e-harness.js';
+import { EventTap, SpcdApi } from '../e2e/libvirt-e2e-harness.js';
 import { NsPinger } from '../e2e/ns-ping.js';
 import { logsOf } from '../support/containers.js';
 import { REPO, sandbox, SpcdProcess } from '../support/daemon.js';
-import { cleanupInstance } from '../support/docker.js';
 import {
+  buildOvsImages,
   makePair,
-  OVS_IMAGE,
   OVS_NEXT_IMAGE,
-  removeVolumes,
+  tearDownOvs,
   sh,
+  startOvsLine,
   writeOvsNode,
   type OvsNode,
+  waitRunning,
 } from '../support/ovs-node.js';
 import { waitFor } from '../support/wait.js';
 
@@ -53,18 +53,7 @@ let tap: EventTap | undefined;
 const api = new SpcdApi(sb.socket);
 
 beforeAll(async () => {
-  try {
-    await run('bash', [join(REPO, 'scripts/openvswitch/build-images.sh')], BUILD_TIMEOUT_MS);
-    await run(
-      'bash',
-      [join(REPO, 'scripts/openstack/build-next-image.sh'), OVS_IMAGE, OVS_NEXT_IMAGE],
-      120_000,
-    );
-  } catch (err) {
-    throw new Error(
-      `cannot build ${OVS_IMAGE} (see /var/cache/spcd-e2e/logs/openvswitch-zed.log): ${(err as Error).message}`,
-    );
-  }
+  await buildOvsImages(BUILD_TIMEOUT_MS);
   pair = makePair(id, 200 + (parseInt(id, 16) % 50));
   node = writeOvsNode(sb, `ovs${id}_`, {
     bridges: { physnet1: bridge },
@@ -81,29 +70,19 @@ beforeAll(async () => {
   ]);
   await spcd.readyOrExit(300_000);
   tap = await EventTap.open(sb.socket);
-  for (const name of [node.db, node.vswitchd, node.agent])
-    await waitFor(`${name} running`, async () => (await api.container(name)).state === 'running', {
-      timeoutMs: 180_000,
-      intervalMs: 500,
-    }).catch((err: Error) => {
-      const problems = spcd!.output.filter((l) => /"level":(40|50)/.test(l)).slice(-10);
-      throw new Error(`${err.message}\n${problems.join('\n')}`);
-    });
+  await waitRunning(api, spcd, [node.db, node.vswitchd, node.agent]);
 }, BUILD_TIMEOUT_MS + 360_000);
 
 afterAll(async () => {
   tap?.close();
-  // The userspace datapath's bridge ports are TAP devices on the host: gone with the bridges.
-  if (node)
-    for (const br of [bridge, node.intBridge, `spp${id}`])
-      await sh(node.vswitchd, ['ovs-vsctl', '--timeout=10', '--if-exists', 'del-br', br]).catch(
-        () => undefined,
-      );
-  await spcd?.stop();
-  await cleanupInstance(sb.instance);
-  await removeVolumes(node?.volumes ?? []);
-  pair?.remove();
-  rmSync(sb.root, { recursive: true, force: true });
+  await tearDownOvs({
+    vswitchd: node?.vswitchd,
+    bridges: [bridge, node.intBridge, `spp${id}`],
+    spcd,
+    sb,
+    volumes: node?.volumes ?? [],
+    pair,
+  });
 }, 180_000);
 
 const vsctl = (...args: string[]): Promise<string> =>
@@ -114,16 +93,6 @@ async function operation(path: string, body: object, timeoutMs: number): Promise
   const fin = await tap!.finished(op, timeoutMs);
   if (fin.phase !== 'succeeded') throw new Error(`${path}: ${JSON.stringify(fin.error)}`);
   return (fin.result ?? {}) as Record<string, unknown>;
-}
-
-/** The numbers of the last `start-ovs: <what> ... key=N ...` line the start script logged. */
-async function startOvs(what: string): Promise<Record<string, number>> {
-  const text = await sh(node.vswitchd, ['cat', '/var/log/kolla/openvswitch/start-ovs.log']);
-  const lines = text.split('\n').filter((l) => l.startsWith(`start-ovs: ${what}`));
-  if (lines.length === 0) throw new Error(`no '${what}' line in start-ovs.log:\n${text}`);
-  return Object.fromEntries(
-    [...lines[lines.length - 1]!.matchAll(/(\w+)=(\d+)/g)].map((m) => [m[1]!, Number(m[2])]),
-  );
 }
 
 describe('the shipped Open vSwitch containers on the userspace datapath', () => {
@@ -224,9 +193,9 @@ describe('the shipped Open vSwitch containers on the userspace datapath', () => 
       await pinger.stop();
       const [d] = pinger.directions([{ name: 'upgrade', from, to }]);
       // vswitchd's own restart: its exit after the flows were saved, plus the new one's start to forwarding.
-      const saved = await startOvs('saved');
-      const stopped = await startOvs('stopped');
-      const started = await startOvs('forwarding');
+      const saved = await startOvsLine(node.vswitchd, 'saved');
+      const stopped = await startOvsLine(node.vswitchd, 'stopped');
+      const started = await startOvsLine(node.vswitchd, 'forwarding');
       const restartMs = stopped.ms! - saved.ms! + started.ms!;
       // From the old start-ovs's exit to the new one's vswitchd: spcd, the engine and kolla_start.
       const betweenMs = started.started_at! - stopped.at!;

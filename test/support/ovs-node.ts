@@ -1,10 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { execIn } from './containers.js';
-import { REPO, type Sandbox } from './daemon.js';
-import { docker } from './docker.js';
+import { run, type SpcdApi } from '../e2e/libvirt-e2e-harness.js';
+import { REPO, type Sandbox, type SpcdProcess } from './daemon.js';
+import { cleanupInstance, docker } from './docker.js';
+import { waitFor } from './wait.js';
 
 /**
  * The Open vSwitch containers of the shipped compute set
@@ -38,11 +40,40 @@ export interface OvsNode {
   readonly secretsFile: string;
 }
 
-interface SetFile {
+/** The parts of a set file the tests rewrite. */
+export interface SetFile {
   set: string;
   description: string;
   defaults: Record<string, unknown>;
   sets: Record<string, { description: string; containers: Record<string, Record<string, unknown>> }>;
+}
+
+/**
+ * One subset of a shipped compute set as a set file of its own: the named
+ * containers (all when `keep` is undefined), each renamed with `prefix`,
+ * their dependencies too.
+ */
+export function shippedSubset(
+  file: string,
+  subset: string,
+  prefix: string,
+  keep?: readonly string[],
+): string {
+  const shipped = yaml.load(readFileSync(join(REPO, 'container-sets', file), 'utf8')) as SetFile;
+  const sub = shipped.sets[subset]!;
+  const containers: Record<string, Record<string, unknown>> = {};
+  for (const name of keep ?? Object.keys(sub.containers)) {
+    const c = { ...sub.containers[name]! };
+    if (Array.isArray(c.depends_on)) c.depends_on = (c.depends_on as string[]).map((d) => prefix + d);
+    containers[prefix + name] = c;
+  }
+  const set: SetFile = {
+    set: shipped.set,
+    description: shipped.description,
+    defaults: shipped.defaults,
+    sets: { [subset]: { description: sub.description, containers } },
+  };
+  return yaml.dump(set, { lineWidth: 200, noRefs: true });
 }
 
 /**
@@ -56,22 +87,8 @@ export function writeOvsNode(
   net: { bridges: Record<string, string>; ports: Record<string, string>; intBridge: string },
 ): OvsNode {
   const { bridges, ports, intBridge } = net;
-  const shipped = yaml.load(readFileSync(join(REPO, 'container-sets', 'compute.yaml'), 'utf8')) as SetFile;
-  const neutron = shipped.sets.neutron!;
   const keep = ['openvswitch_db', 'openvswitch_vswitchd', 'neutron_openvswitch_agent'];
-  const containers: Record<string, Record<string, unknown>> = {};
-  for (const name of keep) {
-    const c = { ...neutron.containers[name]! };
-    if (Array.isArray(c.depends_on)) c.depends_on = (c.depends_on as string[]).map((d) => prefix + d);
-    containers[prefix + name] = c;
-  }
-  const set: SetFile = {
-    set: shipped.set,
-    description: shipped.description,
-    defaults: shipped.defaults,
-    sets: { neutron: { description: neutron.description, containers } },
-  };
-  writeFileSync(join(sb.setsDir, 'compute.yaml'), yaml.dump(set, { lineWidth: 200, noRefs: true }));
+  writeFileSync(join(sb.setsDir, 'compute.yaml'), shippedSubset('compute.yaml', 'neutron', prefix, keep));
   const runDir = join(sb.root, 'run-openvswitch');
   mkdirSync(runDir, { recursive: true });
   const logs = `${prefix}kolla_logs`;
@@ -84,19 +101,7 @@ export function writeOvsNode(
   ];
   const overrides = {
     containers: {
-      [`${prefix}openvswitch_db`]: {
-        image: OVS_IMAGE,
-        binds: [...common, `${dbVolume}:/var/lib/openvswitch`],
-      },
-      [`${prefix}openvswitch_vswitchd`]: {
-        image: OVS_IMAGE,
-        privileged: false,
-        cap_add: ['ALL'],
-        cap_drop: ['SYS_RESOURCE'],
-        devices: ['/dev/net/tun'],
-        binds: common,
-        environment: { KOLLA_SKIP_EXTEND_START: 'true' },
-      },
+      ...ovsdbAndVswitchd(prefix, common, dbVolume),
       [`${prefix}neutron_openvswitch_agent`]: {
         image: OVS_IMAGE,
         privileged: false,
@@ -140,12 +145,102 @@ export function writeOvsNode(
   };
 }
 
+/**
+ * The overrides of openvswitch_db and openvswitch_vswitchd on this machine:
+ * the test's image and binds (`common`, plus the database's volume), no
+ * --privileged but every capability save SYS_RESOURCE and the TUN device,
+ * and no `modprobe openvswitch` (the userspace datapath).
+ */
+export function ovsdbAndVswitchd(
+  prefix: string,
+  common: readonly string[],
+  dbVolume: string,
+): Record<string, Record<string, unknown>> {
+  return {
+    [`${prefix}openvswitch_db`]: { image: OVS_IMAGE, binds: [...common, `${dbVolume}:/var/lib/openvswitch`] },
+    [`${prefix}openvswitch_vswitchd`]: {
+      image: OVS_IMAGE,
+      privileged: false,
+      cap_add: ['ALL'],
+      cap_drop: ['SYS_RESOURCE'],
+      devices: ['/dev/net/tun'],
+      binds: [...common],
+      environment: { KOLLA_SKIP_EXTEND_START: 'true' },
+    },
+  };
+}
+
+/**
+ * After a test of the Open vSwitch containers: its bridges deleted (the
+ * userspace datapath's bridge ports are TAP devices on the host: gone with
+ * them), spcd stopped, its containers, named volumes, namespaces and
+ * sandbox removed.
+ */
+export async function tearDownOvs(t: {
+  vswitchd?: string;
+  bridges: readonly string[];
+  spcd?: SpcdProcess;
+  sb: Sandbox;
+  volumes: readonly string[];
+  pair?: { remove: () => void };
+}): Promise<void> {
+  if (t.vswitchd)
+    for (const br of t.bridges)
+      await sh(t.vswitchd, ['ovs-vsctl', '--timeout=10', '--if-exists', 'del-br', br]).catch(() => undefined);
+  await t.spcd?.stop();
+  await cleanupInstance(t.sb.instance);
+  await removeVolumes(t.volumes);
+  t.pair?.remove();
+  rmSync(t.sb.root, { recursive: true, force: true });
+}
+
+/** Builds (or finds cached) the Open vSwitch image and its upgrade target. */
+export async function buildOvsImages(timeoutMs: number): Promise<void> {
+  try {
+    await run('bash', [join(REPO, 'scripts/openvswitch/build-images.sh')], timeoutMs);
+    await run(
+      'bash',
+      [join(REPO, 'scripts/openstack/build-next-image.sh'), OVS_IMAGE, OVS_NEXT_IMAGE],
+      120_000,
+    );
+  } catch (err) {
+    throw new Error(
+      `cannot build ${OVS_IMAGE} (see /var/cache/spcd-e2e/logs/openvswitch-zed.log): ${(err as Error).message}`,
+    );
+  }
+}
+
+/** Waits until spcd reports each container running; on a timeout, spcd's last warnings and errors. */
+export async function waitRunning(api: SpcdApi, spcd: SpcdProcess, names: readonly string[]): Promise<void> {
+  for (const name of names)
+    await waitFor(`${name} running`, async () => (await api.container(name)).state === 'running', {
+      timeoutMs: 180_000,
+      intervalMs: 500,
+    }).catch((err: Error) => {
+      const problems = spcd.output.filter((l) => /"level":(40|50)/.test(l)).slice(-10);
+      throw new Error(`${err.message}\n${problems.join('\n')}`);
+    });
+}
+
 /** Runs a command in a container by name; throws with its output unless it exits 0. */
 export async function sh(container: string, cmd: string[], timeoutMs = 30_000): Promise<string> {
   const r = await execIn(container, cmd, { timeoutMs });
   if (r.exitCode !== 0)
     throw new Error(`${cmd.join(' ')} in ${container} exited ${r.exitCode}: ${r.stdout}${r.stderr}`);
   return r.stdout.trim();
+}
+
+/**
+ * The numbers (key=N) of the last `start-ovs: <what> ...` line that vswitchd's
+ * start script (templates/openvswitch/start-ovs.j2) logged in the container.
+ */
+export async function startOvsLine(vswitchd: string, what: string): Promise<Record<string, number>> {
+  const text = await sh(vswitchd, ['cat', '/var/log/kolla/openvswitch/start-ovs.log']);
+  const lines = text.split('\n').filter((l) => l.startsWith(`start-ovs: ${what}`));
+  if (lines.length === 0) throw new Error(`no '${what}' line in start-ovs.log:\n${text}`);
+  return Object.fromEntries(
+    [...lines[lines.length - 1]!.matchAll(/(\w+)=(\d+)/g)].map((m) => [m[1]!, Number(m[2])]),
+  );
 }
 
 /** Removes the test's named volumes (after its containers). */

@@ -1,13 +1,6 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { TemplateConfig } from '../../agent/config/template-config.js';
-import { silentLogger } from '../../agent/log.js';
-import { allContainers } from '../../agent/model/spec.js';
 import { renderedFileMap } from '../../agent/render/renderer.js';
-import { loadDesired } from '../../agent/spec/load.js';
-import { REPO } from '../support/daemon.js';
+import { HOST_GLOBALS, rendered, SHIPPED_SECRETS } from '../support/shipped-render.js';
 import { e2eNode } from '../support/e2e-compute.js';
 
 /**
@@ -18,58 +11,10 @@ import { e2eNode } from '../support/e2e-compute.js';
  * need on this host (docs/explanation/openstack-proof.md); and the shipped compute sets
  * (container-sets/) left without the test's extras.
  */
-async function rendered(
-  setsDir: string,
-  container: string,
-  secrets?: string,
-  globals?: string,
-): Promise<Map<string, string>> {
-  const dir = mkdtempSync(join(tmpdir(), 'spcd-oscompute-'));
-  let secretsFile: string | undefined;
-  if (secrets) {
-    secretsFile = join(dir, 'secrets.yaml');
-    writeFileSync(secretsFile, secrets, { mode: 0o600 });
-  }
-  let globalsFile: string | undefined;
-  if (globals) {
-    globalsFile = join(dir, 'globals.yaml');
-    writeFileSync(globalsFile, globals);
-  }
-  const config = new TemplateConfig({
-    templatesDir: join(REPO, 'templates'),
-    configRoot: join(dir, 'config'),
-    files: { globalsFile, secretsFile },
-    log: silentLogger(),
-  });
-  const desired = await loadDesired({
-    setsDir: join(REPO, setsDir),
-    checkLibraryFile: join(REPO, 'healthchecks', 'library.yaml'),
-  });
-  await config.load(desired);
-  const spec = allContainers(desired.sets).find((c) => c.name === container);
-  if (!spec) throw new Error(`no container ${container} in ${setsDir}`);
-  return renderedFileMap(config.render(spec));
-}
-
 /** A container of the end-to-end node (the shipped compute set with this machine's overrides), rendered. */
 async function renderedOnNode(container: string): Promise<Map<string, string>> {
   return renderedFileMap((await e2eNode()).render(container));
 }
-
-/** The passwords the shipped sets need (their secrets file), as sample values. */
-const SHIPPED_SECRETS = [
-  'rabbitmq: { password: r }',
-  'nova: { keystone_password: n, placement_password: p, metadata_secret: m }',
-  'neutron: { keystone_password: q }',
-].join('\n');
-
-/** The values a real host gives the shipped sets (they have no safe default). */
-const HOST_GLOBALS = [
-  'keystone: { internal_url: "http://192.0.2.2:5000/v3" }',
-  'rabbitmq: { hosts: [192.0.2.3] }',
-  'my_ip: 192.0.2.10',
-  'neutron: { linuxbridge: { local_ip: 198.51.100.10 }, ovs: { local_ip: 198.51.100.10 } }',
-].join('\n');
 
 describe('openstack compute and network sets rendering', () => {
   it("nova-compute's nova.conf: TCG, no CPU model, stop at once, privsep without rootwrap, loopback AMQP", async () => {

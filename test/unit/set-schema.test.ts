@@ -18,10 +18,12 @@ const OVERRIDES_SCHEMA_FILE = 'container-sets/container-overrides.schema.json';
 const SHIPPED_SETS = [
   'container-sets/compute.yaml',
   'container-sets/linuxbridge/compute.yaml',
+  'container-sets/ovn/compute.yaml',
   'container-sets/demo/demo.yaml',
   'container-sets-e2e/libvirt.yaml',
   'container-sets-e2e/openstack/control.yaml',
   'container-sets-e2e/openstack/network.yaml',
+  'container-sets-e2e/openstack/ovn.yaml',
 ];
 const SHIPPED_OVERRIDES = [
   'container-sets/hosts/no-privileged.yaml',
