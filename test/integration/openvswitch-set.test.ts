@@ -39,6 +39,7 @@ import {
   writeOvsNode,
   type OvsNode,
   waitRunning,
+  operation as opVia,
 } from '../support/ovs-node.js';
 import { waitFor } from '../support/wait.js';
 
@@ -51,6 +52,8 @@ let node: OvsNode;
 let spcd: SpcdProcess | undefined;
 let tap: EventTap | undefined;
 const api = new SpcdApi(sb.socket);
+const operation = (path: string, body: object, timeoutMs: number): Promise<Record<string, unknown>> =>
+  opVia(api, tap!, path, body, timeoutMs);
 
 beforeAll(async () => {
   await buildOvsImages(BUILD_TIMEOUT_MS);
@@ -87,13 +90,6 @@ afterAll(async () => {
 
 const vsctl = (...args: string[]): Promise<string> =>
   sh(node.vswitchd, ['ovs-vsctl', '--timeout=10', ...args]);
-
-async function operation(path: string, body: object, timeoutMs: number): Promise<Record<string, unknown>> {
-  const op = await api.post(path, body);
-  const fin = await tap!.finished(op, timeoutMs);
-  if (fin.phase !== 'succeeded') throw new Error(`${path}: ${JSON.stringify(fin.error)}`);
-  return (fin.result ?? {}) as Record<string, unknown>;
-}
 
 describe('the shipped Open vSwitch containers on the userspace datapath', () => {
   it("runs vswitchd with the netdev datapath, OVSDB on its unix socket only, open to Kolla's users", async () => {

@@ -39,6 +39,7 @@ import {
   startOvsLine,
   tearDownOvs,
   waitRunning,
+  operation as opVia,
 } from '../support/ovs-node.js';
 import { writeOvnNode, type OvnNode } from '../support/ovn-node.js';
 import { waitFor } from '../support/wait.js';
@@ -51,6 +52,8 @@ let node: OvnNode;
 let spcd: SpcdProcess | undefined;
 let tap: EventTap | undefined;
 const api = new SpcdApi(sb.socket);
+const operation = (path: string, body: object, timeoutMs: number): Promise<Record<string, unknown>> =>
+  opVia(api, tap!, path, body, timeoutMs);
 
 beforeAll(async () => {
   await buildOvsImages(BUILD_TIMEOUT_MS);
@@ -90,19 +93,13 @@ const sbctl = (...args: string[]): Promise<string> =>
 const nbctl = (...args: string[]): Promise<string> =>
   sh(node.nbDb, ['ovn-nbctl', `--db=${node.nb}`, '--timeout=10', ...args]);
 
-async function operation(path: string, body: object, timeoutMs: number): Promise<void> {
-  const op = await api.post(path, body);
-  const fin = await tap!.finished(op, timeoutMs);
-  if (fin.phase !== 'succeeded') throw new Error(`${path}: ${JSON.stringify(fin.error)}`);
-}
-
 /**
  * A change through spcd while namespace A pings B every 10 ms, until the
  * chassis has caught up with the northbound database again: the window's
  * losses and longest gap.
  */
 async function underPings(
-  change: () => Promise<void>,
+  change: () => Promise<unknown>,
 ): Promise<{ lost: number; gapMs: number; sent: number }> {
   const pinger = NsPinger.start(`/run/netns/${pair!.nsA}`, [pair!.ipB], { intervalS: 0.01 });
   try {

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { execIn } from './containers.js';
-import { run, type SpcdApi } from '../e2e/libvirt-e2e-harness.js';
+import { run, type EventTap, type SpcdApi } from '../e2e/libvirt-e2e-harness.js';
 import { REPO, type Sandbox, type SpcdProcess } from './daemon.js';
 import { cleanupInstance, docker } from './docker.js';
 import { waitFor } from './wait.js';
@@ -192,6 +192,20 @@ export async function tearDownOvs(t: {
   await removeVolumes(t.volumes);
   t.pair?.remove();
   rmSync(t.sb.root, { recursive: true, force: true });
+}
+
+/** An operation through spcd's API, followed on its event stream to success (else throws its error). */
+export async function operation(
+  api: SpcdApi,
+  tap: EventTap,
+  path: string,
+  body: object,
+  timeoutMs: number,
+): Promise<Record<string, unknown>> {
+  const op = await api.post(path, body);
+  const fin = await tap.finished(op, timeoutMs);
+  if (fin.phase !== 'succeeded') throw new Error(`${path}: ${JSON.stringify(fin.error)}`);
+  return (fin.result ?? {}) as Record<string, unknown>;
 }
 
 /** Builds (or finds cached) the Open vSwitch image and its upgrade target. */
