@@ -278,8 +278,8 @@ export class StateStore {
     await this.updateGeneration(name, generation, (g) => ({ ...g, bootstrap: results }));
   }
 
-  async setHeldStopped(name: string, held: boolean): Promise<void> {
-    await this.update(name, (r) => (r.heldStopped === held ? undefined : { ...r, heldStopped: held }));
+  async setOperatorStopped(name: string, stopped: boolean): Promise<void> {
+    await this.update(name, (r) => (r.heldStopped === stopped ? undefined : { ...r, heldStopped: stopped }));
   }
 
   async setFailedTarget(name: string, target: FailedTarget | undefined): Promise<void> {

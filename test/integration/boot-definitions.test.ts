@@ -122,7 +122,7 @@ describe('definitions that cannot be read at start', () => {
     expect((await inspect(n('a')))!.Config.Labels['spcd.generation']).toBe('1');
     expect(await started('b')).toBe(before.b);
 
-    // Fixed on disk, then SIGHUP: applied (b gets its new generation), the hold ends.
+    // Fixed on disk, then SIGHUP: applied (b gets its new generation), what runs is no longer kept.
     writeSet(sb, 'a.yaml', A_GOOD);
     p.child.kill('SIGHUP');
     await waitFor('definitions loaded', () => status().definitions?.loaded === true);
