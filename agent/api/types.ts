@@ -9,7 +9,7 @@ import type { OperationRef } from '../model/operation.js';
 export type ContainerState =
   | 'running'
   | 'starting'
-  | 'stopped' // stopped by an operator; spcd keeps it stopped
+  | 'stopped' // stopped by an operator; it stays stopped until their start
   | 'exited' // exited on its own; a restart is pending (backoff)
   | 'crash-looping' // restarted too often in the window; still retried, slowly
   | 'failed' // spcd cannot make progress (e.g. bootstrap failed, image missing)

@@ -43,7 +43,7 @@ export interface ContainerRecord {
   readonly nextGeneration: number;
   /** The last generation that passed its health gate. */
   readonly lastKnownGood: number | null;
-  /** An operator stopped it: spcd keeps it stopped, across its own restarts. */
+  /** Stopped by the operator: it stays stopped, across spcd's own restarts (the field's name is the state file's). */
   readonly heldStopped: boolean;
   readonly generations: readonly GenerationRecord[];
   /**
