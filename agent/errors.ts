@@ -80,12 +80,13 @@ export const ERRORS = {
   STATE_WRITE_FAILED: { status: 500, summary: 'A state file could not be written atomically.' },
   STATE_LOCKED: {
     status: 409,
-    summary: 'Another live spcd holds the state directory (its PID is named); this one refuses to start.',
+    summary:
+      'Another live spcd has locked the state directory (its PID is named); this one refuses to start.',
   },
 
   // operations
   NOT_FOUND: { status: 404, summary: 'No such container, set, generation or route.' },
-  CONFLICT: { status: 409, summary: 'Another operation holds this container.' },
+  CONFLICT: { status: 409, summary: 'Another operation has this container locked.' },
   ADOPT_BLOCKED: {
     status: 409,
     summary:
@@ -119,7 +120,7 @@ export const ERRORS = {
   SHUTTING_DOWN: { status: 503, summary: 'spcd is shutting down and takes no new operations.' },
   DEFINITIONS_NOT_LOADED: {
     status: 409,
-    summary: 'The definitions could not be read; spcd holds what runs and refuses upgrades and rollbacks.',
+    summary: 'The definitions could not be read; spcd keeps what runs and refuses upgrades and rollbacks.',
   },
 
   // api

@@ -9,12 +9,12 @@ import type { OperationRef } from '../model/operation.js';
 export type ContainerState =
   | 'running'
   | 'starting'
-  | 'stopped' // stopped by an operator; spcd keeps it stopped
+  | 'stopped' // stopped by an operator; it stays stopped until their start
   | 'exited' // exited on its own; a restart is pending (backoff)
   | 'crash-looping' // restarted too often in the window; still retried, slowly
   | 'failed' // spcd cannot make progress (e.g. bootstrap failed, image missing)
   | 'missing' // defined, not yet created
-  | 'upgrading' // an operator's upgrade, rollback or set upgrade holds it
+  | 'upgrading' // an operator's upgrade, rollback or set upgrade has it locked
   | 'quarantined' // its journal entry could not be finished or undone; left alone until an operator clears it
   | 'unknown'; // engine unavailable
 
@@ -63,7 +63,7 @@ export interface ContainerStatus {
   readonly lastError: ErrorView | null;
   readonly specHash: string;
   readonly configHash: string;
-  readonly operation: string | null; // id of the operation holding it
+  readonly operation: string | null; // id of the operation that has it locked
   /** Why spcd leaves it as it is: its labels were written by a newer spcd (a hash scheme this one does not know). */
   readonly untouched?: string;
   /** The last domain census (hypervisor containers with `census:`, after their first stop since spcd started). */
@@ -118,7 +118,7 @@ export interface StatusDocument {
   readonly preflight?: Readonly<Record<string, unknown>>;
   /**
    * Whether the definitions on disk are in force. When they could not be
-   * read (at start or since), spcd holds what runs: the containers are under
+   * read (at start or since), spcd keeps what runs: the containers are under
    * `retained`, restarted when they exit, and nothing is created, replaced
    * or removed until a reload reads the definitions cleanly.
    */

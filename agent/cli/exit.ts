@@ -9,7 +9,7 @@ export const EXIT = {
   UNREACHABLE: 3,
   /** No such container, set, generation or route (404). */
   NOT_FOUND: 4,
-  /** Conflict: another operation holds it, or --expect-generation did not match (409). */
+  /** Conflict: another operation has it locked, or --expect-generation did not match (409). */
   CONFLICT: 5,
 } as const;
 

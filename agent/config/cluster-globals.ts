@@ -38,7 +38,7 @@ type Recreated = 'committed' | 'rolled-back';
 /**
  * The recreates (a pass's `replace` steps) that begin from now on, per
  * container, each waited for with `done`. One that never ran (CONFLICT: the
- * container was held; cancelled: spcd stops) is not an outcome: the next
+ * container was locked; cancelled: spcd stops) is not an outcome: the next
  * recreate of that container is.
  */
 class Recreates {

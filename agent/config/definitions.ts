@@ -70,7 +70,7 @@ const NO_DEFINITIONS: DesiredState = { sets: [] };
 
 export class Definitions {
   private sets: DesiredState = NO_DEFINITIONS;
-  /** Why the definitions are not in force (spcd holds what runs); undefined once they are. */
+  /** Why the definitions are not in force (spcd keeps what runs); undefined once they are. */
   private loadError: SpcdError | undefined;
   /** The desired ConfigMap's globals last applied (kube-wiring.ts), kept across restarts; {} outside a cluster. */
   private globals: Record<string, unknown> = {};
@@ -178,7 +178,8 @@ export class Definitions {
     this.globals = globalsNext;
     const plan = target.preview(desired);
     target.setDesired(desired);
-    if (this.loadError) this.d.log.info('definitions read cleanly: applying them; the hold ends');
+    if (this.loadError)
+      this.d.log.info('definitions read cleanly: applying them instead of keeping what runs');
     this.loadError = undefined;
     // A reload is also how an operator clears a quarantine (docs/how-to/recover-from-a-failed-upgrade.md): each is tried again.
     const quarantined = await target.retryQuarantined();

@@ -19,7 +19,7 @@ export interface ActionDeps {
 
 /**
  * The operator's verbs. Each checks its request, writes its intent (CONFLICT
- * at once when the container is held or has one), asks for a pass and
+ * at once when the container is locked or has one), asks for a pass and
  * answers with the operation that the pass carries out.
  */
 export class DaemonActions implements Actions {
@@ -33,7 +33,7 @@ export class DaemonActions implements Actions {
 
   /** A new generation while the definitions cannot be read could not be reconciled with them: refused. */
   private assertDefinitionsLoaded(verb: string): void {
-    const why = this.d.reconciler.holding();
+    const why = this.d.reconciler.keptBecause();
     if (why === null) return;
     throw new SpcdError(
       'DEFINITIONS_NOT_LOADED',
@@ -163,7 +163,7 @@ export class DaemonActions implements Actions {
     return this.track(name, { verb: 'adopt', operation });
   }
 
-  /** Forgets the adoption, the container held by the reconciler meanwhile; the container runs on as it is. */
+  /** Forgets the adoption, the container locked by the reconciler meanwhile; the container runs on as it is. */
   async release(name: string): Promise<OperationRef> {
     this.desiredSpec(name);
     if (!this.d.exec.state.record(name)?.adopted)

@@ -1,6 +1,6 @@
 /**
  * The last start-up component: the preflight checks, then the reconciler
- * adopts, recovers and converges on the definitions in force, or holds what
+ * adopts, recovers and converges on the definitions in force, or keeps what
  * runs when they are not (docs/how-to/operate-a-host.md).
  */
 import type { Logger } from '../log.js';
@@ -24,8 +24,8 @@ export interface ConvergeDeps {
   readonly reconciler: Reconciler;
   /** The desired containers of the definitions in force (pins applied). */
   readonly computeDesired: () => Promise<DesiredContainer[]>;
-  /** What to hold while the definitions are not in force. */
-  readonly held: (observed: readonly ObservedContainer[]) => DesiredContainer[];
+  /** What to keep while the definitions are not in force. */
+  readonly kept: (observed: readonly ObservedContainer[]) => DesiredContainer[];
 }
 
 export class Converge implements Component {
@@ -67,12 +67,12 @@ export class Converge implements Component {
     }
     const e = definitions.error;
     if (e) {
-      process.stderr.write(`spcd: definitions not loaded, holding what runs: ${describeStartupError(e)}\n`);
+      process.stderr.write(`spcd: definitions not loaded, keeping what runs: ${describeStartupError(e)}\n`);
       log.error(
         { code: e.code, problems: e.details.problems, err: describeStartupError(e) },
-        'definitions not loaded: holding the running containers (restarting exits, changing nothing) until a reload reads them',
+        'definitions not loaded: keeping the running containers (restarting exits, changing nothing) until a reload reads them',
       );
-      reconciler.holdRunning({ reason: e.message, derive: (observed) => this.d.held(observed) });
+      reconciler.keepRunning({ reason: e.message, derive: (observed) => this.d.kept(observed) });
     }
     await reconciler.start(desired);
   }

@@ -31,7 +31,7 @@ import { planView } from '../status/plan-view.js';
 import { DaemonStatus } from '../status/status-view.js';
 import { DaemonActions } from './actions.js';
 import { Converge } from './converge.js';
-import { desiredContainers, heldContainers, stalePins } from '../planner/pins.js';
+import { desiredContainers, keptContainers, stalePins } from '../planner/pins.js';
 import type { Component } from './lifecycle.js';
 import { startupComponents } from './components.js';
 import type { Settings } from './settings.js';
@@ -94,7 +94,7 @@ function imagePolicyOf(settings: Settings, given: ImagePolicy | undefined, log: 
  * state, the journal and the definitions, serves the API, adopts, recovers
  * and converges, in that order.
  *
- * Definitions or values that cannot be read do not stop spcd: it holds what
+ * Definitions or values that cannot be read do not stop spcd: it keeps what
  * runs (restarting what exits, creating, replacing and removing nothing),
  * reports the problem in the status and the log, and applies the
  * definitions at the first reload that reads them cleanly.
@@ -251,7 +251,7 @@ function buildControl(settings: Settings, log: Logger, core: Core, onHeartbeat?:
     definitions,
     reconciler,
     computeDesired,
-    held: (observed) => heldContainers(observed, state),
+    kept: (observed) => keptContainers(observed, state),
   });
   return { reconciler, definitions, actions, converge };
 }

@@ -7,7 +7,7 @@ import type { ExecutorDeps } from './ports.js';
  * The health gate: every liveness check passes, or (none) the container stays
  * up minReadyMs. With checks, the gate points the health room at the new
  * instance itself (the reconciler does not watch a container while an
- * operation holds it), waits until an absolute deadline, and fails at once
+ * operation has it locked), waits until an absolute deadline, and fails at once
  * when the new container exits instead of waiting for the deadline.
  *
  * Dependency checks neither hold nor fail the gate (decision 0034): a service

@@ -67,9 +67,9 @@ export async function recoverJournal(deps: ExecutorDeps): Promise<RecoveryReport
   // A generation allocated but never journaled (crash between allocate and create) would stay
   // 'in-progress' in the history for ever otherwise; its number is burnt, never reused. A
   // quarantined container's transaction is unresolved: its record stays as it is.
-  const held = new Set(report.quarantined.map((q) => q.container));
+  const quarantined = new Set(report.quarantined.map((q) => q.container));
   for (const name of deps.state.names()) {
-    if (held.has(name)) continue;
+    if (quarantined.has(name)) continue;
     for (const g of deps.state.record(name)?.generations ?? []) {
       if (g.outcome === 'in-progress')
         await deps.state.setOutcome(

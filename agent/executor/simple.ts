@@ -165,8 +165,8 @@ export async function resumeContainer(
 }
 
 /**
- * The one place spcd stops a container it keeps: an operator's stop (held
- * stopped until their start) and a check's action stop (left failed for an
+ * The one place spcd stops a container it keeps: an operator's stop (stopped
+ * by the operator until their start) and a check's action stop (left failed for an
  * operator) both come here, within the container's own grace. Returns when
  * the stop began, on the injected clock.
  */

@@ -10,7 +10,7 @@ export type TaskOrphanDeps = Pick<ExecutorDeps, 'instance' | 'log'> & {
 /**
  * Removes bootstrap task containers of this instance that no running task
  * owns: left by an spcd that died during a task (or whose removal failed).
- * Tasks run only while their container is held, so when spcd starts, or
+ * Tasks run only while their container is locked, so when spcd starts, or
  * before it runs a container's tasks, any such container is an orphan. A
  * still-running orphan is killed, not waited for (docs/reference/config-rendering.md, bootstrap
  * tasks): the retry runs the task again, and never beside the old one.

@@ -41,7 +41,7 @@ export function desiredContainers(
     const list = 'order' in ordered ? ordered.order : [...set.containers];
     for (const fromDisk of list) {
       const pin = store.record(fromDisk.name)?.pin;
-      const spec = pin && pinHolds(pin.definitionHash, fromDisk) ? pin.spec : fromDisk;
+      const spec = pin && stillPinned(pin.definitionHash, fromDisk) ? pin.spec : fromDisk;
       out.push({ spec, specHash: specHash(spec), configHash: configHash(spec) });
     }
     set.sets.forEach(walk);
@@ -56,7 +56,7 @@ export function stalePins(state: DesiredState, store: PinSource): string[] {
   const walk = (set: SetSpec): void => {
     for (const c of set.containers) {
       const pin = store.record(c.name)?.pin;
-      if (pin && !pinHolds(pin.definitionHash, c)) stale.push(c.name);
+      if (pin && !stillPinned(pin.definitionHash, c)) stale.push(c.name);
     }
     set.sets.forEach(walk);
   };
@@ -65,11 +65,11 @@ export function stalePins(state: DesiredState, store: PinSource): string[] {
 }
 
 /**
- * A pin holds while the definition it was set over is unchanged, judged under
+ * A container stays pinned while the definition its pin was set over is unchanged, judged under
  * the scheme its hash was written in (a spcd upgrade drops no pin). A hash of
  * a scheme this spcd does not know (a newer spcd set it) is kept.
  */
-function pinHolds(definitionHash: string, fromDisk: ContainerSpec): boolean {
+function stillPinned(definitionHash: string, fromDisk: ContainerSpec): boolean {
   return compareSpecHash(definitionHash, fromDisk).kind !== 'changed';
 }
 
@@ -79,7 +79,7 @@ function pinHolds(definitionHash: string, fromDisk: ContainerSpec): boolean {
  * state), with the hashes it carries, so nothing differs and nothing is
  * replaced. A container without a recorded spec is left as it is.
  */
-export function heldContainers(
+export function keptContainers(
   observed: readonly ObservedContainer[],
   store: RecordedSpecs,
 ): DesiredContainer[] {

@@ -5,7 +5,7 @@ import {
   NO_FACTS,
   type DesiredContainer,
   type Intent,
-  type JournalHold,
+  type Quarantined,
   type OperatorOrigin,
   type Plan,
   type RuntimeFacts,
@@ -18,14 +18,14 @@ export interface PlanInput {
   readonly facts: ReadonlyMap<string, RuntimeFacts>;
   readonly now: number;
   /** Containers with an unresolved journal entry (data read by the caller). */
-  readonly journal?: ReadonlyMap<string, JournalHold>;
+  readonly journal?: ReadonlyMap<string, Quarantined>;
   /** A blocking preflight failure: nothing is created meanwhile (what runs is kept). */
   readonly createBlock?: string | null;
   /**
    * The definitions cannot be read: keep what runs and start what exits;
    * no create, replace or remove. The operator's and the heals' steps go on.
    */
-  readonly hold?: string | null;
+  readonly keptBecause?: string | null;
   /**
    * Containers without spcd labels under desired names (none of spcd's
    * runs there): nothing is created under such a name; the operator adopts
@@ -48,11 +48,11 @@ export function plan(input: PlanInput): Plan {
   return restrict(p, (s) => waitsFor(s, input));
 }
 
-/** Why a step must wait (the preflight block, a definitions hold), or undefined. */
+/** Why a step must wait (the preflight block, what runs kept while the definitions cannot be read), or undefined. */
 function waitsFor(s: Step, input: PlanInput): string | undefined {
   const planned = s.kind === 'create' || s.kind === 'replace' || s.kind === 'remove';
   if (s.kind === 'create' && input.createBlock) return `preflight blocks: ${input.createBlock}`;
-  if (planned && input.hold) return `definitions not loaded: ${input.hold}`;
+  if (planned && input.keptBecause) return `definitions not loaded: ${input.keptBecause}`;
   return undefined;
 }
 
@@ -141,8 +141,8 @@ interface Pass {
   readonly draft: Draft;
   readonly byName: Map<string, ObservedContainer[]>;
   readonly primaryOf: Map<string, ObservedContainer | undefined>;
-  /** A quarantined container (unresolved journal entry) is left alone: see JournalHold. */
-  held(name: string): boolean;
+  /** A quarantined container (unresolved journal entry) is left alone: see Quarantined. */
+  quarantined(name: string): boolean;
 }
 
 function planAll(input: PlanInput): Plan {
@@ -150,12 +150,12 @@ function planAll(input: PlanInput): Plan {
   const byName = groupByContainer(input.observed);
   const primaryOf = new Map<string, ObservedContainer | undefined>();
   for (const [name, list] of byName) primaryOf.set(name, pickPrimary(name, list));
-  const held = (name: string): boolean => {
-    const hold = input.journal?.get(name);
-    if (hold) draft.wait(name, hold.reason);
-    return hold !== undefined;
+  const quarantined = (name: string): boolean => {
+    const q = input.journal?.get(name);
+    if (q) draft.wait(name, q.reason);
+    return q !== undefined;
   };
-  const pass: Pass = { input, draft, byName, primaryOf, held };
+  const pass: Pass = { input, draft, byName, primaryOf, quarantined };
   planDeleted(pass);
   for (const d of input.desired) planDesired(pass, d);
   return draft.plan();
@@ -165,12 +165,12 @@ function planAll(input: PlanInput): Plan {
  * Definitions deleted: stop and remove what carries our labels, and only that.
  * A removal that failed (e.g. refused while VMs run) waits for its backoff.
  */
-function planDeleted({ input, draft, byName, held }: Pass): void {
+function planDeleted({ input, draft, byName, quarantined }: Pass): void {
   const desiredNames = new Set(input.desired.map((d) => d.spec.name));
   for (const [name, list] of byName) {
     if (desiredNames.has(name)) continue;
     const facts = input.facts.get(name) ?? NO_FACTS;
-    if (facts.busy || held(name)) continue;
+    if (facts.busy || quarantined(name)) continue;
     if (facts.nextAttemptAt > input.now) {
       draft.wakeBy(facts.nextAttemptAt);
       draft.wait(name, 'removal waits for its backoff');
@@ -199,7 +199,7 @@ function planDesired(pass: Pass, d: DesiredContainer): void {
     draft.steps.push(intentStep(facts.intent, d, primary, unlabeled));
     return;
   }
-  if (pass.held(name)) return;
+  if (pass.quarantined(name)) return;
 
   // Strays (e.g. an old instance parked by an interrupted upgrade that the journal did not cover).
   for (const o of pass.byName.get(name) ?? []) {
@@ -258,7 +258,7 @@ interface Judged {
 /** Why nothing may be started now (create or restart alike); undefined when it may. */
 function blockedStart({ pass, facts, depsDown }: Judged): string | undefined {
   if (facts.failed) return 'failed; needs an operator';
-  if (facts.heldStopped) return 'stopped by operator';
+  if (facts.operatorStopped) return 'stopped by operator';
   if (depsDown.length > 0) return `waiting for ${depsDown.join(', ')}`;
   if (facts.nextAttemptAt > pass.input.now) {
     pass.draft.wakeBy(facts.nextAttemptAt);
@@ -285,7 +285,7 @@ function planChange({ pass, d, name, facts, depsDown }: Judged, primary: Observe
     changed = undefined;
   }
   if (!changed) return false;
-  if (facts.heldStopped && !isRunning(primary)) {
+  if (facts.operatorStopped && !isRunning(primary)) {
     draft.wait(name, `stopped by operator (${changed} pending)`);
   } else if (depsDown.length > 0) {
     draft.wait(name, `${changed}; waiting for ${depsDown.join(', ')}`);

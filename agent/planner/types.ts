@@ -11,10 +11,10 @@ export interface DesiredContainer {
 
 /** What the reconciler knows about a container beyond the engine. */
 export interface RuntimeFacts {
-  /** An operation (upgrade, restart...) holds it: the planner leaves it alone. */
+  /** An operation (upgrade, restart...) has it locked: the planner leaves it alone. */
   readonly busy: boolean;
-  /** The operator stopped it; keep it stopped. */
-  readonly heldStopped: boolean;
+  /** Stopped by the operator (state.json's `heldStopped`): it stays stopped. */
+  readonly operatorStopped: boolean;
   /** spcd gave up for a reason that needs an operator (bootstrap failed, stop action). */
   readonly failed: boolean;
   /** Earliest time a restart may happen (backoff). */
@@ -42,14 +42,14 @@ export interface RuntimeFacts {
  * leaves all of its instances alone, so none that the entry references (the
  * parked old one, the staged new one) is removed as an extra instance, and
  * nothing is created, started or replaced for it; a malformed entry names no
- * instance, which is why the hold is the whole container's.
+ * instance, which is why the whole container is quarantined.
  */
-export interface JournalHold {
+export interface Quarantined {
   readonly reason: string;
 }
 
 /**
- * What holds a container. The reconciler's own: a planned step
+ * What locks a container. The reconciler's own: a planned step
  * (`reconcile`), a restart or stop a health check asked for (`heal`), a
  * quarantined journal entry tried again (`recover`). The operator's: one per
  * verb.
@@ -74,7 +74,7 @@ export interface StepOperation {
 
 /**
  * An operator's request, kept (agent/reconciler/intents.ts) until a pass
- * plans it. The lasting intents (a pin, a hold stopped) are in the state
+ * plans it. The lasting intents (a pin, the operator's stop) are in the state
  * file; these are the one-shot ones that carry an operation.
  */
 export type Intent =
@@ -123,14 +123,14 @@ export interface StepFields {
     /** Undefined only for an operator's start of a container that has none yet. */
     readonly observed: ObservedContainer | undefined;
     readonly reason: string;
-    /** The operator's start ends the hold stopped and the failure first; the plan's starts what exited. */
+    /** The operator's start ends the operator's stop and the failure first; the plan's starts what exited. */
     readonly origin: OperatorOrigin | PlanOrigin;
   };
   readonly stop: {
     readonly desired: DesiredContainer;
     readonly observed: ObservedContainer | undefined;
     readonly reason: string;
-    /** The operator's stop (held stopped), or a heal's (left failed for an operator). */
+    /** The operator's stop (stopped by the operator until their start), or a heal's (left failed for an operator). */
     readonly origin: OperatorOrigin | HealOrigin;
   };
   readonly restart: {
@@ -182,7 +182,7 @@ export type Step<K extends StepKind = StepKind> = {
 
 export interface Plan {
   readonly steps: readonly Step[];
-  /** Containers that wait, and why (dependencies, backoff, hold). */
+  /** Containers that wait, and why (dependencies, backoff, quarantine, definitions not loaded). */
   readonly waiting: readonly { readonly container: string; readonly reason: string }[];
   /**
    * Containers spcd leaves as they are because their labels were written by
@@ -198,4 +198,9 @@ export interface Plan {
   readonly wakeAt?: number;
 }
 
-export const NO_FACTS: RuntimeFacts = { busy: false, heldStopped: false, failed: false, nextAttemptAt: 0 };
+export const NO_FACTS: RuntimeFacts = {
+  busy: false,
+  operatorStopped: false,
+  failed: false,
+  nextAttemptAt: 0,
+};

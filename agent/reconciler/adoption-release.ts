@@ -9,8 +9,8 @@ export type Released = {
 };
 
 /**
- * Forgets a container's adoption in state.json, its caller holding the
- * container. The container runs on as it is: no engine call. NOT_FOUND when
+ * Forgets a container's adoption in state.json, its caller having the
+ * container locked. The container runs on as it is: no engine call. NOT_FOUND when
  * it is not (or no longer) adopted.
  */
 export async function forgetAdoption(

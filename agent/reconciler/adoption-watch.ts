@@ -26,11 +26,11 @@ export async function findUnlabeled(
   listed: readonly ObservedContainer[],
   desired: readonly DesiredContainer[],
 ): Promise<Map<string, UnlabeledFact>> {
-  const held = new Set(listed.map((o) => o.name));
+  const taken = new Set(listed.map((o) => o.name));
   const facts = new Map<string, UnlabeledFact>();
   for (const d of desired) {
     const name = d.spec.name;
-    if (held.has(name)) continue;
+    if (taken.has(name)) continue;
     const adopted = deps.state.record(name)?.adopted;
     const identity = {
       instance: deps.instance,

@@ -2,7 +2,7 @@ import { toSpcdError } from '../errors.js';
 import type { Clock } from '../model/clock.js';
 import type { Journal } from '../state/journal.js';
 import type { ContainerLedger } from './ledger.js';
-import type { ContainerLocks, HeldOperation } from './locks.js';
+import type { ContainerLocks, LockingOperation } from './locks.js';
 import type { QuarantineBook } from './quarantine.js';
 
 export interface ExclusiveDeps {
@@ -11,14 +11,14 @@ export interface ExclusiveDeps {
   readonly quarantine: QuarantineBook;
   readonly journal: Pick<Journal, 'fileOf' | 'read'>;
   readonly clock: Clock;
-  /** Throws CONFLICT when the container is held or has an intent, SHUTTING_DOWN while spcd stops. */
+  /** Throws CONFLICT when the container is locked or has an intent, SHUTTING_DOWN while spcd stops. */
   readonly assertFree: (name: string) => void;
   /** The container is free again: a pass may have waited for it. */
   readonly released: () => void;
 }
 
 /**
- * Every task that holds a container: a step, a quarantine retry, an
+ * Every task that locks a container: a step, a quarantine retry, an
  * operator's release. Each takes the container's lock, gives it back however
  * it ends, and notes a failure in the ledger (and quarantines the container
  * when its journal entry is left). Only the Reconciler has one, so nothing
@@ -29,15 +29,15 @@ export class ExclusiveRunner {
 
   constructor(private readonly d: ExclusiveDeps) {}
 
-  /** Runs fn holding the container: no pass or other operation touches it meanwhile; CONFLICT when held. */
-  run<T>(name: string, op: HeldOperation, fn: () => Promise<T>): Promise<T> {
+  /** Runs fn with the container locked: no pass or other operation touches it meanwhile; CONFLICT when locked. */
+  run<T>(name: string, op: LockingOperation, fn: () => Promise<T>): Promise<T> {
     try {
       this.d.assertFree(name);
     } catch (err) {
       return Promise.reject(err);
     }
     this.d.locks.acquire(name, op);
-    const run = this.holding(name, fn);
+    const run = this.underLock(name, fn);
     const settled = run.then(
       () => undefined,
       () => undefined,
@@ -57,7 +57,7 @@ export class ExclusiveRunner {
     return Promise.allSettled([...this.tasks]);
   }
 
-  private async holding<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  private async underLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {

@@ -11,8 +11,8 @@ export interface ExitDeps {
   readonly events: EventBus;
   readonly log: Logger;
   readonly primary: (name: string) => ObservedContainer | undefined;
-  /** Held now, or released after the current listing began: its exit may be the operation's own. */
-  readonly heldDuringListing: (name: string) => boolean;
+  /** Locked now, or released after the current listing began: its exit may be the operation's own. */
+  readonly lockedDuringListing: (name: string) => boolean;
 }
 
 /**
@@ -33,7 +33,7 @@ export async function noteExits(
     await d.state.observeGeneration(name, p.identity.generation).catch((err: unknown) => {
       d.log.warn({ container: name, err: (err as Error).message }, 'cannot record generation');
     });
-    if (d.heldDuringListing(name) || isRunning(p) || p.state === 'created' || !p.finishedAt) continue;
+    if (d.lockedDuringListing(name) || isRunning(p) || p.state === 'created' || !p.finishedAt) continue;
     const backoff = d.ledger.exited(name, p.finishedAt, now, d.state.record(name)?.heldStopped ?? false);
     if (!backoff) continue;
     const to = d.ledger.crashLooping(name) ? 'crash-looping' : 'exited';

@@ -12,10 +12,10 @@ export interface HealDeps {
   readonly log: Logger;
   readonly clock: Clock;
   readonly primary: (name: string) => ObservedContainer | undefined;
-  /** An operation holds it now. */
-  readonly held: (name: string) => boolean;
-  /** Held now, or released after the current listing began. */
-  readonly heldDuringListing: (name: string) => boolean;
+  /** An operation has it locked now, or an intent waits for it. */
+  readonly locked: (name: string) => boolean;
+  /** Locked now, or released after the current listing began. */
+  readonly lockedDuringListing: (name: string) => boolean;
   readonly quarantined: (name: string) => boolean;
 }
 
@@ -30,7 +30,7 @@ export class Heals {
   /** A check's action: noted in the ledger (once until carried out) and published. True when it was noted. */
   noteAction(a: HealthAction): boolean {
     const { ledger } = this.d;
-    if (ledger.of(a.name).pendingHeal || this.d.held(a.name) || this.d.quarantined(a.name)) return false;
+    if (ledger.of(a.name).pendingHeal || this.d.locked(a.name) || this.d.quarantined(a.name)) return false;
     const now = this.d.clock.now();
     ledger.unhealthy(
       a.name,
@@ -52,14 +52,14 @@ export class Heals {
 
   /**
    * The heals the planner is given: a container that asked and runs (one that
-   * no longer runs forgets its heal); none while an operation holds it.
+   * no longer runs forgets its heal); none while an operation has it locked.
    */
   requests(desired: readonly DesiredContainer[]): Map<string, HealRequest> {
     const out = new Map<string, HealRequest>();
     for (const d of desired) {
       const name = d.spec.name;
       const pending = this.d.ledger.of(name).pendingHeal;
-      if (!pending || this.d.heldDuringListing(name)) continue;
+      if (!pending || this.d.lockedDuringListing(name)) continue;
       const p = this.d.primary(name);
       if (p && isRunning(p)) out.set(name, pending);
       else this.d.ledger.takeHeal(name);

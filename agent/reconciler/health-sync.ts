@@ -25,8 +25,8 @@ export interface HealthPort {
 export interface SyncItem {
   readonly spec: ContainerSpec;
   readonly primary: ObservedContainer | undefined;
-  /** An operation held it while the listing ran: its watch is the operation's business. */
-  readonly held: boolean;
+  /** An operation had it locked while the listing ran: its watch is the operation's business. */
+  readonly locked: boolean;
 }
 
 /** One watch per started instance: a restart keeps the container's id but starts a new start period. */
@@ -35,7 +35,7 @@ const instanceOf = (c: ObservedContainer): string => `${c.id}@${c.startedAt}`;
 /**
  * The only owner of health watches, and the only builder of a watch target.
  * A pass syncs the watches of free containers to what runs; an operation
- * holding a container (the upgrade's health gate, a rollback) points the
+ * that has a container locked (the upgrade's health gate, a rollback) points the
  * watch through the same object, as the executor's HealthGate.
  */
 export class HealthSync implements HealthGate {
@@ -76,10 +76,10 @@ export class HealthSync implements HealthGate {
   /** Watches running containers with checks; drops watches of the others. */
   sync(items: readonly SyncItem[]): void {
     const live = new Set<string>();
-    for (const { spec, primary: p, held } of items) {
+    for (const { spec, primary: p, locked } of items) {
       if (!p || p.state !== 'running' || spec.healthchecks.length === 0) continue;
       live.add(spec.name);
-      if (held) continue;
+      if (locked) continue;
       const was = this.watched.get(spec.name);
       if (was === instanceOf(p)) {
         if (p.dockerHealth) this.health.update(spec.name, { dockerHealth: p.dockerHealth });

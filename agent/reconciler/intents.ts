@@ -14,7 +14,7 @@ interface Pending {
  * rollback), one per container, from the API verb that wrote it until the
  * pass that carries it out. The planner reads them as input; the pass takes
  * one when it launches its step and settles it with the step's outcome. The
- * lasting intents are in the state file (a pin, a hold stopped), so they
+ * lasting intents are in the state file (a pin, the operator's stop), so they
  * outlive a restart; a pending one-shot intent ends with its process, as an
  * operation did.
  */

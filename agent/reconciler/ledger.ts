@@ -58,13 +58,13 @@ export class ContainerLedger {
   /**
    * An exit the engine shows, counted once by its finishedAt. Returns the
    * backoff after counting it, or undefined when it was already counted or
-   * the operator holds the container stopped (seen, not a failure).
+   * the container is stopped by the operator (seen, not a failure).
    */
-  exited(name: string, finishedAt: string, now: number, heldStopped: boolean): BackoffState | undefined {
+  exited(name: string, finishedAt: string, now: number, operatorStopped: boolean): BackoffState | undefined {
     const e = this.of(name);
     if (e.lastExitSeen === finishedAt) return undefined;
     this.set(name, { lastExitSeen: finishedAt });
-    if (heldStopped) return undefined;
+    if (operatorStopped) return undefined;
     return this.set(name, { backoff: recordFailure(e.backoff, now, this.policy) }).backoff;
   }
 

@@ -39,8 +39,8 @@ export function runtimeFacts(
     const intent = requests?.intents(name);
     const heal = requests?.heals.get(name);
     m.set(name, {
-      busy: locks.heldDuringListing(name),
-      heldStopped: rec?.heldStopped ?? false,
+      busy: locks.lockedDuringListing(name),
+      operatorStopped: rec?.heldStopped ?? false,
       failed: f.failed !== null,
       nextAttemptAt: f.backoff.nextAttemptAt,
       ready: d.spec.healthchecks.length === 0 || ready(name),
@@ -49,10 +49,10 @@ export function runtimeFacts(
       ...(heal ? { heal } : {}),
     });
   }
-  // A container no longer desired (being removed) that an operation holds.
+  // A container no longer desired (being removed) that an operation has locked.
   for (const name of locks.names()) {
     if (!m.has(name) && observed.some((o) => o.identity.container === name))
-      m.set(name, { busy: true, heldStopped: false, failed: false, nextAttemptAt: 0 });
+      m.set(name, { busy: true, operatorStopped: false, failed: false, nextAttemptAt: 0 });
   }
   return m;
 }

@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import { recoverJournal, retryQuarantined } from '../executor/recover.js';
 import type { ExecutorDeps } from '../executor/ports.js';
-import type { HeldOperation } from './locks.js';
+import type { LockingOperation } from './locks.js';
 import type { QuarantineBook } from './quarantine.js';
 
 /** The first retry of a state-write quarantine, doubled after each failed one up to the cap. */
@@ -16,8 +16,8 @@ export interface QuarantineRetryDeps {
   readonly exec: ExecutorDeps;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly held: (name: string) => boolean;
-  readonly runExclusive: <T>(name: string, op: HeldOperation, fn: () => Promise<T>) => Promise<T>;
+  readonly locked: (name: string) => boolean;
+  readonly runExclusive: <T>(name: string, op: LockingOperation, fn: () => Promise<T>) => Promise<T>;
   /** The container left quarantine: its ledger forgets the error. */
   readonly cleared: (name: string) => void;
 }
@@ -27,7 +27,7 @@ export interface QuarantineRetryDeps {
  * them. By itself: only one quarantined by a failed write to the state
  * directory (a full disk), first after STATE_WRITE_RETRY_MS, then twice as
  * long after each try that fails again, up to the cap. Every try runs the
- * journal's recovery holding the container, as a reload's does.
+ * journal's recovery with the container locked, as a reload's does.
  */
 export class QuarantineRetry {
   /** The next automatic try of each state-write quarantine, and the wait that led to it. */
@@ -55,7 +55,7 @@ export class QuarantineRetry {
   /** Every quarantined container once; resolves with those still quarantined. */
   async all(): Promise<string[]> {
     for (const name of this.deps.book.names()) {
-      if (!this.deps.held(name)) await this.tryOne(name);
+      if (!this.deps.locked(name)) await this.tryOne(name);
     }
     return this.deps.book.names();
   }
@@ -76,7 +76,7 @@ export class QuarantineRetry {
         d = { at: now + STATE_WRITE_RETRY_MS, waitMs: STATE_WRITE_RETRY_MS };
         this.due.set(name, d);
       }
-      if (d.at <= now && !this.trying.has(name) && !this.deps.held(name)) {
+      if (d.at <= now && !this.trying.has(name) && !this.deps.locked(name)) {
         const waitMs = Math.min(d.waitMs * 2, STATE_WRITE_RETRY_CAP_MS);
         this.due.set(name, { at: now + waitMs, waitMs });
         void this.tryOne(name);
@@ -90,7 +90,7 @@ export class QuarantineRetry {
 
   private async tryOne(name: string): Promise<void> {
     this.trying.add(name);
-    const op: HeldOperation = { id: `reconcile-recover-${randomUUID().slice(0, 8)}`, kind: 'recover' };
+    const op: LockingOperation = { id: `reconcile-recover-${randomUUID().slice(0, 8)}`, kind: 'recover' };
     try {
       const r = await this.deps
         .runExclusive(name, op, () => retryQuarantined(this.deps.exec, name))

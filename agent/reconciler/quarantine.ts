@@ -3,7 +3,7 @@ import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { EventBus } from '../model/events.js';
 import { stateWriteOf, type QuarantinedEntry } from '../executor/recover.js';
-import type { JournalHold } from '../planner/types.js';
+import type { Quarantined } from '../planner/types.js';
 import type { Journal } from '../state/journal.js';
 
 export interface Quarantine extends QuarantinedEntry {
@@ -13,7 +13,7 @@ export interface Quarantine extends QuarantinedEntry {
 
 /**
  * The containers whose journal entry is unresolved. Each is left alone by
- * the planner (a JournalHold) and shown as `quarantined` with
+ * the planner (a Quarantined) and shown as `quarantined` with
  * RECOVERY_QUARANTINED; every other container is supervised as usual.
  * Entering and leaving is logged and published as a `state` event.
  */
@@ -82,9 +82,9 @@ export class QuarantineBook {
     return [...this.entries.keys()];
   }
 
-  /** The planner's view: one hold per quarantined container. */
-  holds(): Map<string, JournalHold> {
-    const m = new Map<string, JournalHold>();
+  /** The planner's view: one entry per quarantined container. */
+  quarantined(): Map<string, Quarantined> {
+    const m = new Map<string, Quarantined>();
     for (const [name, q] of this.entries) m.set(name, { reason: `quarantined: ${q.reason}` });
     return m;
   }

@@ -15,7 +15,7 @@ import { ContainerLedger } from './ledger.js';
 import { IntentBook, type IntentResult } from './intents.js';
 import { Operations } from './operations.js';
 import { ContainerLocks } from './locks.js';
-import type { ContainerFacts, Hold, Lifecycle, ReconcilerDeps } from './types.js';
+import type { ContainerFacts, Keep, Lifecycle, ReconcilerDeps } from './types.js';
 import { QuarantineBook } from './quarantine.js';
 import { QuarantineRetry } from './quarantine-retry.js';
 import { noteExits, type ExitDeps } from './exits.js';
@@ -24,13 +24,13 @@ import { runtimeFacts, UntouchedLog, type FactSources } from './plan-input.js';
 import { StepLauncher } from './tasks.js';
 import { awaitShutdown, logStepsLeft, STOP_DEADLINE_MS } from './shutdown.js';
 
-export { isUpgrade, type HeldOperation, type OperationKind } from './locks.js';
+export { isUpgrade, type LockingOperation, type OperationKind } from './locks.js';
 
 /**
  * The single owner of concurrency: observe -> plan -> execute -> repeat. Triggers (engine events, timers,
  * API requests) ask for a pass; passes never overlap. A check that crosses its failure threshold has its
  * heal planned and launched at once (healNow), without waiting for the pass. Each step runs as a task
- * holding its container, so a long upgrade does not delay another container's restart. Events are hints:
+ * with its container locked, so a long upgrade does not delay another container's restart. Events are hints:
  * a lost stream triggers a re-list, never an action. Its parts, each the only writer of what it keeps,
  * are in docs/architecture.md.
  */
@@ -43,10 +43,10 @@ export class Reconciler {
   private lastPlan: Plan = { steps: [], waiting: [] };
   /** When set, nothing new is created (a blocking preflight failure); running containers are still kept. */
   private createBlock: string | null = null;
-  private hold: Hold | null = null;
+  private keep: Keep | null = null;
   private readonly watch: EngineWatch;
   private readonly locks: ContainerLocks;
-  /** Every task holding a container; the one way to run code under a container's lock. */
+  /** Every task that locks a container; the one way to run code under a container's lock. */
   private readonly exclusive: ExclusiveRunner;
   private readonly ledger: ContainerLedger;
   private readonly heals: Heals;
@@ -71,7 +71,7 @@ export class Reconciler {
     this.retries = new QuarantineRetry({
       ...deps,
       book: this.quarantine,
-      held: (name) => this.locks.holder(name) !== null,
+      locked: (name) => this.locks.lockedBy(name) !== null,
       runExclusive: (name, op, fn) => this.exclusive.run(name, op, fn),
       cleared: (name) => this.ledger.errorCleared(name),
     });
@@ -122,7 +122,7 @@ export class Reconciler {
       events: deps.events,
       log: deps.log,
       primary: (name) => this.primary(name),
-      heldDuringListing: (name) => this.locks.heldDuringListing(name),
+      lockedDuringListing: (name) => this.locks.lockedDuringListing(name),
     };
     const ready = (name: string): boolean => deps.health.ready(name);
     this.factSources = { ledger: this.ledger, locks: this.locks, state: deps.exec.state, ready };
@@ -130,8 +130,8 @@ export class Reconciler {
       ...deps,
       ledger: this.ledger,
       primary: (name) => this.primary(name),
-      held: (name) => this.locks.holder(name) !== null || this.intents.of(name) !== undefined,
-      heldDuringListing: (name) => this.locks.heldDuringListing(name),
+      locked: (name) => this.locks.lockedBy(name) !== null || this.intents.of(name) !== undefined,
+      lockedDuringListing: (name) => this.locks.lockedDuringListing(name),
       quarantined: (name) => this.quarantine.get(name) !== undefined,
     });
   }
@@ -199,22 +199,23 @@ export class Reconciler {
     this.trigger();
   }
 
-  /** Definitions read cleanly: they replace whatever was desired, and end a hold. */
+  /** Definitions read cleanly: they replace whatever was desired, and end the keep. */
   setDesired(desired: DesiredContainer[]): void {
     this.desired = desired;
-    this.hold = null;
+    this.keep = null;
     this.trigger();
   }
 
-  /** Holds what runs until setDesired() (see Hold). */
-  holdRunning(hold: Hold): void {
-    this.hold = hold;
-    this.desired = hold.derive(this.observed);
+  /** Keeps what runs until setDesired() (see Keep). */
+  keepRunning(keep: Keep): void {
+    this.keep = keep;
+    this.desired = keep.derive(this.observed);
     this.trigger();
   }
 
-  holding(): string | null {
-    return this.hold?.reason ?? null;
+  /** Why what runs is kept (the definitions could not be read), or null when they are in force. */
+  keptBecause(): string | null {
+    return this.keep?.reason ?? null;
   }
 
   desiredContainers(): readonly DesiredContainer[] {
@@ -241,16 +242,16 @@ export class Reconciler {
     );
   }
 
-  /** The container's ledger entry and what holds it, or the intent it waits to carry out (a snapshot). */
+  /** The container's ledger entry and what has it locked, or the intent it waits to carry out (a snapshot). */
   factsOf(name: string): ContainerFacts {
-    const operation = this.locks.holder(name) ?? this.intents.of(name)?.operation ?? null;
+    const operation = this.locks.lockedBy(name) ?? this.intents.of(name)?.operation ?? null;
     return { ...this.ledger.of(name), operation };
   }
 
   /**
    * The operator's verb: keeps its intent and asks for a pass, which plans
    * and runs its step under the intent's operation. Resolves with what the
-   * step returns. CONFLICT at once when the container is held or has one.
+   * step returns. CONFLICT at once when the container is locked or has one.
    */
   request(name: string, intent: Intent): Promise<IntentResult> {
     this.assertFree(name);
@@ -274,7 +275,7 @@ export class Reconciler {
       observed: this.observed,
       facts: this.runtimeFacts(),
       now: this.deps.clock.now(),
-      journal: this.quarantine.holds(),
+      journal: this.quarantine.quarantined(),
       unlabeled,
     });
   }
@@ -289,8 +290,8 @@ export class Reconciler {
   }
 
   /**
-   * The operator's release: forgets the container's adoption holding it, as operation `id` (held as an
-   * `adopt`); the container runs on untouched. NOT_FOUND when not adopted; CONFLICT when held.
+   * The operator's release: forgets the container's adoption with the container locked by operation `id` (an
+   * `adopt`); the container runs on untouched. NOT_FOUND when not adopted; CONFLICT when locked.
    */
   releaseAdoption(name: string, id: string): Promise<Released> {
     return this.exclusive.run(name, { id, kind: 'adopt' }, () => forgetAdoption(this.deps.exec, name));
@@ -320,7 +321,7 @@ export class Reconciler {
       return ENGINE_RETRY_MS;
     }
     this.observed = observed;
-    if (this.hold) this.desired = this.hold.derive(this.observed);
+    if (this.keep) this.desired = this.keep.derive(this.observed);
     const now = this.deps.clock.now();
     // 2. Count each exit once toward its backoff; watch the health of what runs.
     await noteExits(this.exitDeps, this.desired, now);
@@ -333,12 +334,12 @@ export class Reconciler {
       this.desired.map((d) => ({
         spec: d.spec,
         primary: this.primary(d.spec.name),
-        held: this.locks.heldDuringListing(d.spec.name),
+        locked: this.locks.lockedDuringListing(d.spec.name),
       })),
     );
     // 3. Plan: the desired containers against what runs, with the operator's intents and the heals.
     const p = this.planPass(now);
-    // 4. Each step a task holding its container.
+    // 4. Each step a task that locks its container.
     this.launcher.launch(p.steps);
     this.intents.dropUndesired(new Set(this.desired.map((d) => d.spec.name)));
     // 5. Wake for what waits on time; engine events and API calls only trigger().
@@ -350,16 +351,16 @@ export class Reconciler {
     return next;
   }
 
-  /** The planner's steps for everything desired, with the preflight block and a definitions hold. */
+  /** The planner's steps for everything desired, with the preflight block and the reason what runs is kept. */
   private planPass(now: number): Plan {
     const p = plan({
       desired: this.desired,
       observed: this.observed,
       facts: this.runtimeFacts(this.heals.requests(this.desired)),
       now,
-      journal: this.quarantine.holds(),
+      journal: this.quarantine.quarantined(),
       createBlock: this.createBlock,
-      hold: this.hold?.reason ?? null,
+      keptBecause: this.keep?.reason ?? null,
       unlabeled: this.watch.unlabeled(),
     });
     this.lastPlan = p;
@@ -376,7 +377,7 @@ export class Reconciler {
       observed: this.observed.filter((o) => o.identity.container === name),
       facts: this.runtimeFacts(this.heals.requests([d])),
       now: this.deps.clock.now(),
-      journal: this.quarantine.holds(),
+      journal: this.quarantine.quarantined(),
     });
     this.launcher.launch(p.steps.filter((s) => s.origin.by === 'heal'));
   }

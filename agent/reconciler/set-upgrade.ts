@@ -115,7 +115,7 @@ async function runSet(
 }
 
 /**
- * One member's step (or its undoing) under the set's operation (what holds
+ * One member's step (or its undoing) under the set's operation (what locks
  * the container and what the status shows); recorded under its own id,
  * `<set operation>/<change>/<container>`, and waited for with `done`.
  */

@@ -18,7 +18,7 @@ export interface ShutdownWait {
   readonly passEnded: () => Promise<void>;
   /** Resolves when every step running now has settled (called once the pass has ended). */
   readonly stepsSettled: () => Promise<unknown>;
-  /** Whether a pass still runs, and the containers still held, for the log at the deadline. */
+  /** Whether a pass still runs, and the containers still locked, for the log at the deadline. */
   readonly inFlight: () => { readonly pass: boolean; readonly containers: readonly string[] };
 }
 

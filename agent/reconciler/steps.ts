@@ -41,7 +41,7 @@ export type Executors = {
   readonly [K in StepKind]: (s: Step<K>, ctx: StepContext) => Promise<IntentResult>;
 };
 
-/** Carries out one step (its container held by the caller) through the table. */
+/** Carries out one step (its container locked by the caller) through the table. */
 export function runStep<K extends StepKind>(s: Step<K>, ctx: StepContext): Promise<IntentResult> {
   const run: Executors[K] = EXECUTORS[s.kind];
   return run(s, ctx);
@@ -65,8 +65,8 @@ export const EXECUTORS: Executors = {
   async start(s, { exec, ledger }) {
     const name = s.desired.spec.name;
     if (s.origin.by === 'operator') {
-      // The operator's start ends the hold stopped and the failure, whatever runs.
-      await exec.state.setHeldStopped(name, false);
+      // The operator's start ends the operator's stop and the failure, whatever runs.
+      await exec.state.setOperatorStopped(name, false);
       ledger.operatorStarted(name);
       if (s.observed) await resumeContainer(exec, s.observed);
       return { generation: s.observed?.identity.generation ?? 0 };
@@ -80,7 +80,7 @@ export const EXECUTORS: Executors = {
     const p = s.observed;
     if (s.origin.by === 'operator') {
       await guardHypervisorStop(exec, s.desired.spec, p);
-      await exec.state.setHeldStopped(name, true);
+      await exec.state.setOperatorStopped(name, true);
       if (p && isRunning(p)) await stopContainer(exec, p, s.desired.spec.stopGraceMs);
       return { generation: p?.identity.generation ?? 0 };
     }

@@ -5,7 +5,7 @@ import type { ExecutorDeps } from '../executor/ports.js';
 import type { Step } from '../planner/types.js';
 import type { IntentBook } from './intents.js';
 import type { ContainerLedger } from './ledger.js';
-import type { ContainerLocks, HeldOperation } from './locks.js';
+import type { ContainerLocks, LockingOperation } from './locks.js';
 import type { Operations } from './operations.js';
 import { giveUpReason, runStep, stepContainer, type StepContext } from './steps.js';
 
@@ -21,16 +21,16 @@ export interface LauncherDeps {
   readonly busyTasks: () => number;
   /** Asks for another pass at once (steps left for lack of room). */
   readonly requeue: () => void;
-  readonly runExclusive: <T>(name: string, op: HeldOperation, fn: () => Promise<T>) => Promise<T>;
+  readonly runExclusive: <T>(name: string, op: LockingOperation, fn: () => Promise<T>) => Promise<T>;
   readonly forgetHealth: (name: string) => void;
   readonly pinned: (spec: ContainerSpec) => void;
 }
 
-/** Planned and heal steps running at once at most; the operator's steps are never held back. */
+/** Planned and heal steps running at once at most; the operator's steps never wait for it. */
 const MAX_PARALLEL_TASKS = 4;
 
 /**
- * Step 4 of a pass: each step a task holding its container, run through the
+ * Step 4 of a pass: each step a task that locks its container, run through the
  * executor table (steps.ts). The step's origin says under which operation:
  * the operator's step runs under its intent's operation and settles it; a
  * heal's and a planned one run under their own.
@@ -43,7 +43,7 @@ export class StepLauncher {
     for (const s of steps) {
       const origin = s.origin;
       const name = stepContainer(s);
-      if (this.d.locks.holder(name)) continue;
+      if (this.d.locks.lockedBy(name)) continue;
       if (origin.by === 'operator') {
         const settle = intents.take(name);
         // The operator's step stands for a heal asked for meanwhile: one restart, not two.
@@ -57,7 +57,7 @@ export class StepLauncher {
         continue;
       }
       const kind = origin.by === 'heal' ? 'heal' : 'reconcile';
-      const op: HeldOperation = { id: this.d.operations.newId(kind), kind };
+      const op: LockingOperation = { id: this.d.operations.newId(kind), kind };
       const running = this.d.runExclusive(name, op, () => runStep(s, this.context(op.id)));
       this.d.operations.follow({ operationId: op.id, kind, target: name, step: s.kind }, running);
       running.catch((err: unknown) => {

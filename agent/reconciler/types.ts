@@ -8,14 +8,14 @@ import type { DesiredContainer } from '../planner/types.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import type { HealthSync } from './health-sync.js';
 import type { LedgerEntry } from './ledger.js';
-import type { HeldOperation } from './locks.js';
+import type { LockingOperation } from './locks.js';
 import type { Operations } from './operations.js';
 
 export type Lifecycle = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
 
-/** One container's facts as the status view reads them: its ledger entry and what holds it. */
+/** One container's facts as the status view reads them: its ledger entry and what has it locked. */
 export interface ContainerFacts extends LedgerEntry {
-  readonly operation: HeldOperation | null;
+  readonly operation: LockingOperation | null;
 }
 
 export interface ReconcilerDeps {
@@ -46,7 +46,7 @@ export interface ReconcilerDeps {
  * nothing else (no create, no replace, no remove). `derive` gives the
  * containers to keep from what the engine shows.
  */
-export interface Hold {
+export interface Keep {
   readonly reason: string;
   readonly derive: (observed: readonly ObservedContainer[]) => DesiredContainer[];
 }

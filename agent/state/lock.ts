@@ -1,6 +1,6 @@
 /**
  * One spcd per state directory. Node has no flock(2), so the lock is a file,
- * `<state-dir>/spcd.lock`, holding the owner's PID and its start time (field
+ * `<state-dir>/spcd.lock`, naming the owner's PID and its start time (field
  * 22 of /proc/PID/stat). It is written to a temp file and hard-linked into
  * place, so it appears whole or not at all and link() fails if it exists.
  *
@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { SpcdError } from '../errors.js';
 import { ensureDir, writeFileAtomic } from './atomic.js';
 
-export interface LockHolder {
+export interface LockOwner {
   readonly pid: number;
   /** Clock ticks since boot when the process started; null when unknown. */
   readonly startTime: number | null;
@@ -36,7 +36,7 @@ export const procTable: ProcessTable = {
     } catch {
       return undefined;
     }
-    // "pid (comm) state ppid ...": comm may hold spaces and parentheses; the fields follow the last ')'.
+    // "pid (comm) state ppid ...": comm may contain spaces and parentheses; the fields follow the last ')'.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
     const start = Number(fields[19]);
@@ -46,7 +46,7 @@ export const procTable: ProcessTable = {
 
 export class StateDirLock {
   private readonly path: string;
-  private held: LockHolder | undefined;
+  private ours: LockOwner | undefined;
 
   constructor(
     private readonly dir: string,
@@ -56,27 +56,27 @@ export class StateDirLock {
     this.path = join(dir, 'spcd.lock');
   }
 
-  /** Takes the lock or throws STATE_LOCKED naming the directory and the live holder's PID. */
+  /** Takes the lock or throws STATE_LOCKED naming the directory and the live owner's PID. */
   async acquire(): Promise<void> {
     await ensureDir(this.dir);
-    const me: LockHolder = { pid: this.pid, startTime: this.procs.startTime(this.pid) ?? null };
+    const me: LockOwner = { pid: this.pid, startTime: this.procs.startTime(this.pid) ?? null };
     const tmp = join(this.dir, `.spcd.lock.${this.pid}.${randomBytes(4).toString('hex')}`);
     await writeFileAtomic(tmp, `${JSON.stringify(me)}\n`, 0o644);
     try {
       for (let attempt = 0; ; attempt++) {
         try {
           await link(tmp, this.path);
-          this.held = me;
+          this.ours = me;
           return;
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw err;
         }
-        const holder = await this.readHolder();
-        if (holder && this.alive(holder)) {
+        const owner = await this.readOwner();
+        if (owner && this.alive(owner)) {
           throw new SpcdError(
             'STATE_LOCKED',
-            `state directory ${this.dir} is in use by another spcd (PID ${holder.pid}); refusing to share it`,
-            { stateDir: this.dir, pid: holder.pid, lockFile: this.path },
+            `state directory ${this.dir} is in use by another spcd (PID ${owner.pid}); refusing to share it`,
+            { stateDir: this.dir, pid: owner.pid, lockFile: this.path },
           );
         }
         // Stale: its owner is gone (a SIGKILL, a crash, a reboot). Break it and try again.
@@ -89,15 +89,15 @@ export class StateDirLock {
 
   /** Removes the lock if it is still ours. */
   async release(): Promise<void> {
-    const me = this.held;
+    const me = this.ours;
     if (!me) return;
-    this.held = undefined;
-    const holder = await this.readHolder();
-    if (holder && holder.pid === me.pid && holder.startTime === me.startTime)
+    this.ours = undefined;
+    const owner = await this.readOwner();
+    if (owner && owner.pid === me.pid && owner.startTime === me.startTime)
       await unlink(this.path).catch(() => undefined);
   }
 
-  private async readHolder(): Promise<LockHolder | undefined> {
+  private async readOwner(): Promise<LockOwner | undefined> {
     let text: string;
     try {
       text = await readFile(this.path, 'utf8');
@@ -113,7 +113,7 @@ export class StateDirLock {
     }
   }
 
-  private alive(h: LockHolder): boolean {
+  private alive(h: LockOwner): boolean {
     if (h.pid === this.pid) return false; // that was an earlier process with our PID
     const now = this.procs.startTime(h.pid);
     if (now === undefined) return false;

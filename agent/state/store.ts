@@ -43,7 +43,7 @@ export interface ContainerRecord {
   readonly nextGeneration: number;
   /** The last generation that passed its health gate. */
   readonly lastKnownGood: number | null;
-  /** An operator stopped it: spcd keeps it stopped, across its own restarts. */
+  /** Stopped by the operator: it stays stopped, across spcd's own restarts (the field's name is the state file's). */
   readonly heldStopped: boolean;
   readonly generations: readonly GenerationRecord[];
   /**
@@ -278,8 +278,8 @@ export class StateStore {
     await this.updateGeneration(name, generation, (g) => ({ ...g, bootstrap: results }));
   }
 
-  async setHeldStopped(name: string, held: boolean): Promise<void> {
-    await this.update(name, (r) => (r.heldStopped === held ? undefined : { ...r, heldStopped: held }));
+  async setOperatorStopped(name: string, stopped: boolean): Promise<void> {
+    await this.update(name, (r) => (r.heldStopped === stopped ? undefined : { ...r, heldStopped: stopped }));
   }
 
   async setFailedTarget(name: string, target: FailedTarget | undefined): Promise<void> {

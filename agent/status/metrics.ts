@@ -33,7 +33,7 @@ export function registerDaemonMetrics(d: DaemonMetricsDeps): void {
     'gauge',
     {
       name: 'spcd_definitions_loaded',
-      help: 'Whether the definitions on disk are in force (1) or spcd holds what runs (0).',
+      help: 'Whether the definitions on disk are in force (1) or spcd keeps what runs (0).',
     },
     one(() => +d.definitionsLoaded()),
   );

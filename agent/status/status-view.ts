@@ -39,7 +39,7 @@ export interface StatusDeps {
   readonly instance: string;
   readonly hostFacts: () => Promise<Record<string, unknown>>;
   readonly preflight?: () => Record<string, unknown> | undefined;
-  /** Why the definitions are not in force (spcd holds what runs), if they are not. */
+  /** Why the definitions are not in force (spcd keeps what runs), if they are not. */
   readonly definitionsError?: () => SpcdError | undefined;
   readonly plan: () => Promise<PlanView>;
   /** The rendered config versions kept on disk, for the content diffs of generationDiff. */

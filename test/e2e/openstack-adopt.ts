@@ -265,7 +265,7 @@ async function exists(name: string): Promise<boolean> {
 }
 
 /**
- * spcd holds the container kolla-ansible started as a generation of its
+ * spcd records the container kolla-ansible started as a generation of its
  * own (the first one on a host spcd never ran; here the next number after
  * the generations of spcd's own compute set, which the history keeps).
  */

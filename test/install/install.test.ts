@@ -132,7 +132,7 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
     process.stdout.write(`${line}\n`);
   });
 
-  it('install: the package enables and starts spcd, which holds an unconfigured compute set and runs the demo set', async () => {
+  it('install: the package enables and starts spcd, which creates nothing of an unconfigured compute set and runs the demo set', async () => {
     await inBox(`dpkg -i /debs/old/${basename(OLD!)} 2>&1`);
     expect((await inBox('systemctl is-enabled spcd')).trim()).toBe('enabled');
     await waitFor('spcd active', active, { timeoutMs: 60_000 });
@@ -149,7 +149,7 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
     expect(version).toMatch(/^spcctl \d+\.\d+\.\d+ \(commit [0-9a-f]{12}(-dirty)?, built \S+\)$/);
     expect((await inBox('spcd --version')).trim()).toBe(version.replace(/^spcctl/, 'spcd'));
     // The shipped compute set needs the host's globals (my_ip, the control
-    // plane's addresses): spcd holds and creates nothing until they are set.
+    // plane's addresses): spcd creates nothing until they are set.
     const status = JSON.parse(await spcctl('status -o json')) as {
       build?: { commit: string };
       definitions?: { loaded: boolean };

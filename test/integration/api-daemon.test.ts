@@ -167,7 +167,7 @@ describe('the API of a running spcd, through curl --unix-socket', () => {
     expect(await generation(n('worker'))).toBe(1);
   });
 
-  it('stop holds a container stopped; start brings it back', async () => {
+  it('a container stopped by the operator stays stopped; start brings it back', async () => {
     expect((await json('POST', `/v1/containers/${n('worker')}/stop`, {})).status).toBe(202);
     await waitFor(
       'stopped',

@@ -8,7 +8,7 @@ import { waitFor } from '../support/wait.js';
 
 /**
  * spcd restarts (a reboot, an upgrade of spcd) while its definitions or
- * secrets cannot be read: it comes up anyway, holds what runs (restarting
+ * secrets cannot be read: it comes up anyway, keeps what runs (restarting
  * what exits, creating, replacing and removing nothing), says why in its
  * status and log, and applies the definitions at the reload that reads them.
  */
@@ -64,7 +64,7 @@ afterAll(async () => {
 });
 
 describe('definitions that cannot be read at start', () => {
-  it('bad YAML: up anyway, holds and heals what runs, applies the definitions once a SIGHUP reads them', async () => {
+  it('bad YAML: up anyway, keeps and heals what runs, applies the definitions once a SIGHUP reads them', async () => {
     expect(await spcd!.stop()).toBe(0);
     const before = { a: await started('a'), b: await started('b') };
     writeSet(sb, 'a.yaml', A_BROKEN);
@@ -78,7 +78,7 @@ describe('definitions that cannot be read at start', () => {
     expect(s.definitions?.error?.problems?.[0]?.file).toContain('a.yaml');
     expect(s.definitions?.error?.problems?.[0]?.line).toBeGreaterThan(0);
     expect(p.output.some((l) => /a\.yaml:\d+:/.test(l))).toBe(true);
-    await waitFor('both held and seen running', () => {
+    await waitFor('both kept and seen running', () => {
       const r = status().retained ?? [];
       return r.filter((c) => c.state === 'running').length === 2;
     });
@@ -87,7 +87,7 @@ describe('definitions that cannot be read at start', () => {
     expect(await started('b')).toBe(before.b);
     expect((await inspect(n('b')))!.Config.Labels['spcd.generation']).toBe('1');
 
-    // No new generation while held: an upgrade is refused, naming why.
+    // No new generation while kept: an upgrade is refused, naming why.
     const refused = execFileSync(
       'curl',
       [
@@ -109,7 +109,7 @@ describe('definitions that cannot be read at start', () => {
     expect(refused[1]).toBe('409');
     expect(JSON.parse(refused[0]!).code).toBe('DEFINITIONS_NOT_LOADED');
 
-    // A held container that dies is restarted, as it is.
+    // A kept container that dies is restarted, as it is.
     execFileSync('/usr/bin/docker', ['kill', n('a')]);
     await waitFor(
       'a restarted',
@@ -122,7 +122,7 @@ describe('definitions that cannot be read at start', () => {
     expect((await inspect(n('a')))!.Config.Labels['spcd.generation']).toBe('1');
     expect(await started('b')).toBe(before.b);
 
-    // Fixed on disk, then SIGHUP: applied (b gets its new generation), the hold ends.
+    // Fixed on disk, then SIGHUP: applied (b gets its new generation), what runs is no longer kept.
     writeSet(sb, 'a.yaml', A_GOOD);
     p.child.kill('SIGHUP');
     await waitFor('definitions loaded', () => status().definitions?.loaded === true);
@@ -139,7 +139,7 @@ describe('definitions that cannot be read at start', () => {
     expect(status().retained ?? []).toEqual([]);
   });
 
-  it('an insecure secrets file: up anyway, holding; chmod 0600 and SIGHUP applies', async () => {
+  it('an insecure secrets file: up anyway, keeping what runs; chmod 0600 and SIGHUP applies', async () => {
     expect(await spcd!.stop()).toBe(0);
     const before = { a: await started('a'), b: await started('b') };
     chmodSync(secrets, 0o644);
@@ -149,7 +149,7 @@ describe('definitions that cannot be read at start', () => {
     expect(s.definitions?.loaded).toBe(false);
     expect(s.definitions?.error?.code).toBe('SECRETS_INSECURE');
     expect(s.definitions?.error?.message).toContain(secrets);
-    await waitFor('both held and seen running', () => {
+    await waitFor('both kept and seen running', () => {
       const r = status().retained ?? [];
       return r.filter((c) => c.state === 'running').length === 2;
     });

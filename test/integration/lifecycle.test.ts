@@ -96,7 +96,7 @@ describe('spcd start-up and shutdown', () => {
     expect(line).toContain(sb.stateDir);
     expect(line).toContain(`PID ${first.child.pid}`);
     expect(existsSync(other.socket)).toBe(false);
-    // The first is untouched: still serving, still holding.
+    // The first is untouched: still serving, still the lock's owner.
     expect(first.child.exitCode).toBe(null);
     expect(existsSync(sb.socket)).toBe(true);
     expect(JSON.parse(readFileSync(join(sb.stateDir, 'spcd.lock'), 'utf8')).pid).toBe(first.child.pid);

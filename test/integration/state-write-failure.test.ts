@@ -3,7 +3,7 @@
  * a small tmpfs this test mounts (as root) and fills. `spcctl stop` fails
  * honestly with STATE_WRITE_FAILED (ENOSPC) and stops nothing, its retry
  * fails the same way, and once there is room the retry writes the stop, which
- * holds across an spcd restart.
+ * lasts across an spcd restart.
  */
 import { execFile, execFileSync } from 'node:child_process';
 import {
@@ -114,7 +114,7 @@ describe('spcctl stop on a full state directory', () => {
     expect((await inspect(svc))?.State.Running).toBe(false);
     expect(onDisk().heldStopped).toBe(true);
 
-    // The stop holds across a restart: nothing is planned for the stopped container.
+    // The operator's stop lasts across a restart: nothing is planned for the stopped container.
     expect(await second.stop()).toBe(0);
     const third = spcd();
     await third.ready();

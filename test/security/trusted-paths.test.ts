@@ -10,7 +10,7 @@ import { cleanupInstance } from '../support/docker.js';
  * M3: the files and folders spcd reads as root decide what runs as root.
  * Each attack plants an input that someone other than root can change and
  * starts a real spcd on it (bin/spcd.js over dist/): spcd must refuse to read
- * it, hold, and name the path and what is wrong in its status. `spcctl
+ * it, keep what runs, and name the path and what is wrong in its status. `spcctl
  * validate` names the same refusal.
  */
 const run = promisify(execFile);

@@ -238,13 +238,13 @@ export class FakeStatus implements StatusView {
 }
 
 /**
- * Actions that hold a container per operation: a second operation on a
- * held container rejects CONFLICT, like the lead's real lock. release()
+ * Actions that lock a container per operation: a second operation on a
+ * locked container rejects CONFLICT, like the lead's real lock. release()
  * finishes an operation (publishing its events on the bus).
  */
 export class FakeActions implements Actions {
   private seq = 0;
-  readonly held = new Map<string, string>();
+  readonly locked = new Map<string, string>();
   readonly calls: { kind: string; target: string; opts: unknown }[] = [];
   /** When set, operations finish by themselves after this many ms (with events). */
   autoFinishMs: number | null = null;
@@ -252,7 +252,7 @@ export class FakeActions implements Actions {
 
   constructor(
     private readonly status: FakeStatus,
-    private readonly holdMs = 0,
+    private readonly beginMs = 0,
   ) {}
 
   private async begin(
@@ -262,7 +262,7 @@ export class FakeActions implements Actions {
     container: boolean,
   ): Promise<OperationRef> {
     this.calls.push({ kind, target, opts });
-    await new Promise((r) => setTimeout(r, this.holdMs));
+    await new Promise((r) => setTimeout(r, this.beginMs));
     if (this.failWith) throw this.failWith;
     if (container) {
       const c = this.status.container(target);
@@ -278,9 +278,9 @@ export class FakeActions implements Actions {
           },
         );
       }
-      const holder = this.held.get(target);
-      if (holder)
-        throw new SpcdError('CONFLICT', `${target} is held by operation ${holder}`, { operationId: holder });
+      const owner = this.locked.get(target);
+      if (owner)
+        throw new SpcdError('CONFLICT', `${target} is busy with operation ${owner}`, { operationId: owner });
     }
     const ref: OperationRef = {
       operationId: `op-${++this.seq}`,
@@ -288,7 +288,7 @@ export class FakeActions implements Actions {
       target,
       acceptedAt: new Date(0).toISOString(),
     };
-    if (container) this.held.set(target, ref.operationId);
+    if (container) this.locked.set(target, ref.operationId);
     if (this.autoFinishMs !== null) {
       const ms = this.autoFinishMs;
       setTimeout(() => this.finish(ref, true), ms);
@@ -336,7 +336,7 @@ export class FakeActions implements Actions {
       phase: ok ? 'succeeded' : 'failed',
       ...(ok ? {} : { error: { code: 'HEALTH_GATE_FAILED', message: 'not healthy in 60s' } }),
     });
-    this.held.delete(ref.target);
+    this.locked.delete(ref.target);
   }
 
   restart(name: string, opts: { expectedGeneration?: number }): Promise<OperationRef> {

@@ -241,7 +241,7 @@ describe('adoption through the reconciler', () => {
     await until(p.clock, 'listed', () => rec.primary('nova_compute')?.id === c.id);
     p.engine.fault({ kind: 'stop', nth: 1, hang: true });
     const restart = rec.request('nova_compute', { verb: 'restart', operation: { id: 'r', kind: 'restart' } });
-    await until(p.clock, 'the restart holds it', () => p.engine.hanging().includes('stop'));
+    await until(p.clock, 'the restart has it locked', () => p.engine.hanging().includes('stop'));
     await expect(rec.releaseAdoption('nova_compute', 'rel-2')).rejects.toMatchObject({ code: 'CONFLICT' });
     expect(p.deps.state.record('nova_compute')?.adopted).toMatchObject({ id: c.id });
     p.engine.answerHung('stop');

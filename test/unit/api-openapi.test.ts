@@ -182,9 +182,9 @@ describe('answers follow the document (the recording client checks each one)', (
     expect((await call(sock, 'GET', '/v1/containers/%E0%A4%A')).status).toBe(400);
     expect((await call(sock, 'POST', '/v1/reload', '[1]')).status).toBe(400);
     expect((await call(sock, 'GET', '/v1/containers/nova_compute/logs?tail=-1')).status).toBe(422);
-    actions.held.set('cron', 'op-x');
+    actions.locked.set('cron', 'op-x');
     expect((await call(sock, 'POST', '/v1/containers/cron/restart', {})).status).toBe(409);
-    actions.held.clear();
+    actions.locked.clear();
   });
 
   it('fails a call whose answer has a field the document does not name', async () => {
@@ -263,7 +263,7 @@ describe('request bodies are refused exactly when their documented schema refuse
       for (const body of SAMPLES) {
         const path = fill(template, { ...PARAMS, set: 'compute' });
         const a = await call(sock, 'POST', path, body as object);
-        actions.held.clear();
+        actions.locked.clear();
         const refused = a.status === 422;
         expect(refused, `${op} ${JSON.stringify(body).slice(0, 80)}: ${a.text}`).toBe(!accepts(body));
         if (refused) expect((a.json() as { details: { field?: string } }).details.field).toBeTruthy();

@@ -277,11 +277,11 @@ describe('--wait progress', () => {
   });
 
   it('a refused operation never waits: CONFLICT exits 5', async () => {
-    actions.failWith = new SpcdError('CONFLICT', 'held by op-9');
+    actions.failWith = new SpcdError('CONFLICT', 'svc is busy with operation op-9');
     try {
       const r = await cli(['stop', 'cron', '--wait']);
       expect(r.code).toBe(5);
-      expect(r.err).toBe('spcctl: CONFLICT: held by op-9\n');
+      expect(r.err).toBe('spcctl: CONFLICT: svc is busy with operation op-9\n');
     } finally {
       actions.failWith = null;
     }

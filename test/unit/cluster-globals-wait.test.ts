@@ -46,7 +46,7 @@ function rig(names: string[]) {
 
 const ok = (): Promise<void> => Promise.resolve();
 const fails = (code: 'UPGRADE_FAILED' | 'CONFLICT') => (): Promise<void> =>
-  Promise.reject(new SpcdError(code, code === 'CONFLICT' ? 'held' : 'gate failed; rolled back'));
+  Promise.reject(new SpcdError(code, code === 'CONFLICT' ? 'locked' : 'gate failed; rolled back'));
 
 describe('cluster globals wait for their recreates with done(id)', () => {
   it('resolves the containers recreated once each replace succeeded; a heal on one is not its recreate', async () => {

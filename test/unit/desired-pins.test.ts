@@ -28,7 +28,7 @@ const rolledBack = { ...RICH, image: 'registry.local/kolla/nova-libvirt:2023.2' 
 const none = (): string => 'none';
 
 describe('operator pins across a spcd upgrade (issue 13 item 5)', () => {
-  it('a pin set by an older spcd (v1 definition hash) still holds while the definition is unchanged', () => {
+  it('a pin set by an older spcd (v1 definition hash) stays pinned while the definition is unchanged', () => {
     const store = pinned(rolledBack, GOLDEN_V1.rich);
     const [d] = desiredContainers(onDisk(RICH), store, none);
     expect(d!.spec.image).toBe(rolledBack.image);

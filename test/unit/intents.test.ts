@@ -18,7 +18,7 @@ import { amqpCheck, containerSpec } from '../support/spec.js';
 /**
  * The operator's intents as planner input (decision 0023): a verb writes its
  * intent and answers with the operation a pass carries out; the lasting
- * intents (held stopped, a pin) outlive the reconciler; every step kind runs
+ * intents (the operator's stop, a pin) outlive the reconciler; every step kind runs
  * through the one executor table. Fake engine, fake clock, no Docker.
  */
 const POLICY: BackoffPolicy = { baseMs: 1_000, capMs: 8_000, stableMs: 60_000, crashLoopAfter: 3 };

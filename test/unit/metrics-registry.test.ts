@@ -153,10 +153,10 @@ describe('the per-container families', () => {
   it('keep the containers retained without a definition (every one while definitions do not load)', () => {
     const r = new MetricsRegistry();
     const status = new FakeStatus();
-    const held = demoContainer('old_agent', 'gone', { generation: 4, state: 'running' });
+    const kept = demoContainer('old_agent', 'gone', { generation: 4, state: 'running' });
     const view: StatusView = Object.assign(Object.create(status) as StatusView, {
       sets: () => [],
-      retained: () => [held],
+      retained: () => [kept],
     });
     registerContainerMetrics(r, view);
     const text = r.render();

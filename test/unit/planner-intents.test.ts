@@ -6,7 +6,7 @@ import { containerSpec } from '../support/spec.js';
 
 /**
  * The planner's requests (decision 0023): the operator's intent, a heal, the
- * preflight block and a definitions hold are inputs; every step comes out of
+ * preflight block and the reason what runs is kept (definitions not loaded) are inputs; every step comes out of
  * plan().
  */
 const NOW = 1_000_000;
@@ -51,7 +51,7 @@ describe('the operator intent', () => {
     }
   });
 
-  it('an upgrade intent becomes an upgrade step carrying it, past the preflight block and a definitions hold', () => {
+  it('an upgrade intent becomes an upgrade step carrying it, past the preflight block and while what runs is kept', () => {
     const intent = upgradeIntent(A2.spec, A.specHash);
     const p = plan({
       desired: [A],
@@ -59,12 +59,12 @@ describe('the operator intent', () => {
       facts: facts({ intent }),
       now: NOW,
       createBlock: 'disk full',
-      hold: 'bad yaml',
+      keptBecause: 'bad yaml',
     });
     expect(p.steps).toMatchObject([{ kind: 'upgrade', intent }]);
   });
 
-  it('waits while an operation holds the container', () => {
+  it('waits while an operation has the container locked', () => {
     const p = plan({
       desired: [A],
       observed: [observedOf(A)],
@@ -112,11 +112,11 @@ describe('a heal', () => {
   });
 });
 
-describe('the preflight block and a definitions hold', () => {
+describe('the preflight block and what runs kept while the definitions cannot be read', () => {
   const B = desiredOf(containerSpec('b'));
   const stray = observedOf(desiredOf(containerSpec('gone')));
 
-  it('a blocking preflight holds back creates only', () => {
+  it('a blocking preflight blocks creates only', () => {
     const p = plan({
       desired: [A, B],
       observed: [observedOf(A2)],
@@ -128,14 +128,14 @@ describe('the preflight block and a definitions hold', () => {
     expect(p.waiting).toEqual([{ container: 'b', reason: 'preflight blocks: disk full' }]);
   });
 
-  it('a definitions hold keeps starts and holds back creates, replaces and removes', () => {
+  it('while what runs is kept: starts go on; creates, replaces and removes wait', () => {
     const exited = observedOf(B, { state: 'exited', exitCode: 1 });
     const p = plan({
       desired: [A, B],
       observed: [observedOf(A2), exited, stray],
       facts: new Map(),
       now: NOW,
-      hold: 'bad yaml',
+      keptBecause: 'bad yaml',
     });
     expect(brief(p.steps)).toEqual(['start:b']);
     expect(p.waiting.map((w) => w.reason)).toEqual([

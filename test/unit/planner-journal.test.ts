@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ObservedContainer } from '../../agent/model/observed.js';
 import { plan } from '../../agent/planner/plan.js';
-import { NO_FACTS, type DesiredContainer, type JournalHold } from '../../agent/planner/types.js';
+import { NO_FACTS, type DesiredContainer, type Quarantined } from '../../agent/planner/types.js';
 import { containerSpec } from '../support/spec.js';
 import { desiredOf, observedOf } from '../support/planner.js';
 
@@ -19,7 +19,7 @@ const instance = (
 ): ObservedContainer => observedOf(d, over, gen);
 
 const NOW = 1_000_000;
-const hold = (name: string, reason = 'undo failed'): Map<string, JournalHold> =>
+const quarantined = (name: string, reason = 'undo failed'): Map<string, Quarantined> =>
   new Map([[name, { reason }]]);
 
 describe('planner with the journal', () => {
@@ -50,7 +50,7 @@ describe('planner with the journal', () => {
       observed: [fresh, parked, otherExited],
       facts: new Map(),
       now: NOW,
-      journal: hold('svc'),
+      journal: quarantined('svc'),
     });
     expect(p.steps.map((s) => [s.kind, s.kind === 'remove' ? s.observed.id : s.desired.spec.name])).toEqual([
       ['start', 'other'],
@@ -65,10 +65,16 @@ describe('planner with the journal', () => {
       observed: [stopped],
       facts: new Map(),
       now: NOW,
-      journal: hold('svc'),
+      journal: quarantined('svc'),
     });
     expect(p.steps).toEqual([]);
-    const q = plan({ desired: [newD], observed: [], facts: new Map(), now: NOW, journal: hold('svc') });
+    const q = plan({
+      desired: [newD],
+      observed: [],
+      facts: new Map(),
+      now: NOW,
+      journal: quarantined('svc'),
+    });
     expect(q.steps).toEqual([]);
   });
 
@@ -78,7 +84,7 @@ describe('planner with the journal', () => {
       observed: [fresh, parked],
       facts: new Map(),
       now: NOW,
-      journal: hold('svc'),
+      journal: quarantined('svc'),
     });
     expect(p.steps).toEqual([]);
     expect(p.waiting).toEqual([{ container: 'svc', reason: 'undo failed' }]);

@@ -179,7 +179,7 @@ describe('planner', () => {
     const a = desired(spec('a'));
     const stopped = observed(a, { state: 'exited', finishedAt: 'x' });
     expect(
-      plan({ desired: [a], observed: [stopped], facts: facts([['a', { heldStopped: true }]]), now: NOW })
+      plan({ desired: [a], observed: [stopped], facts: facts([['a', { operatorStopped: true }]]), now: NOW })
         .steps,
     ).toEqual([]);
     expect(

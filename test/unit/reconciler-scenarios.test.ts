@@ -99,7 +99,7 @@ describe('exits and backoff', () => {
 
   it('an operator stop is no failure: the exit is seen, not counted, and it stays stopped', async () => {
     const { p, rec, id } = await started(SVC);
-    await p.deps.state.setHeldStopped('svc', true);
+    await p.deps.state.setOperatorStopped('svc', true);
     await p.engine.stop(id, 0);
     await run(p.clock, 20_000, 100);
     expect(p.engine.byName('svc')?.state).toBe('exited');
@@ -111,7 +111,7 @@ describe('a heal that ends while a listing is out', () => {
   it('the late listing (it saw the container stopped mid-heal) counts no exit and starts nothing', async () => {
     const { p, rec, room, id } = await started(CHECKED);
     expect(room.watches.get('svc')?.containerId).toBe(id);
-    // The heal's start hangs: the container is stopped, its lock held.
+    // The heal's start hangs: the container is stopped and still locked.
     p.engine.fault({ kind: 'start', nth: 1, hang: true });
     room.fire('svc', id, 'restart');
     await waitFor('the heal stops it and hangs in start', () => p.engine.hanging().includes('start'), {
@@ -184,11 +184,11 @@ describe('engine outage', () => {
 });
 
 describe('an operator verb racing a heal', () => {
-  it('while a heal holds the container, an operator restart gets CONFLICT and the status is not upgrading', async () => {
+  it('while a heal has the container locked, an operator restart gets CONFLICT and the status is not upgrading', async () => {
     const { p, rec, room, id } = await started(CHECKED);
     p.engine.fault({ kind: 'stop', nth: 1, hang: true });
     room.fire('svc', id, 'restart');
-    await waitFor('the heal holds it', () => p.engine.hanging().includes('stop'), {
+    await waitFor('the heal has it locked', () => p.engine.hanging().includes('stop'), {
       timeoutMs: 5_000,
       intervalMs: 1,
     });
@@ -203,9 +203,9 @@ describe('an operator verb racing a heal', () => {
     });
   });
 
-  it("while an operator's upgrade holds it, a failing check is ignored (no heal later) and the status is upgrading", async () => {
+  it("while an operator's upgrade has it locked, a failing check is ignored (no heal later) and the status is upgrading", async () => {
     const { p, rec, room, id } = await started(CHECKED);
-    const { outcome } = await hold(p, rec, UPGRADE, 'pull');
+    const { outcome } = await lockWith(p, rec, UPGRADE, 'pull');
     expect(statusOf(p, rec)).toBe('upgrading');
     room.fire('svc', id, 'restart');
     expect(rec.factsOf('svc').pendingHeal).toBeNull();
@@ -218,10 +218,10 @@ describe('an operator verb racing a heal', () => {
     expect(statusOf(p, rec)).toBe('running');
   });
 
-  it('an operator stop holding it shows the container as it is, not upgrading', async () => {
+  it('an operator stop that has it locked shows the container as it is, not upgrading', async () => {
     const { p, rec } = await started(SVC);
     const stop: Intent = { verb: 'stop', operation: { id: 'stop-1', kind: 'stop' } };
-    const { outcome } = await hold(p, rec, stop, 'stop');
+    const { outcome } = await lockWith(p, rec, stop, 'stop');
     expect(statusOf(p, rec)).toBe('running');
     p.engine.answerHung('stop');
     await outcome;
@@ -233,11 +233,11 @@ describe('an operator verb racing a heal', () => {
 const UPGRADE = upgradeIntent({ ...CHECKED, image: 'img:2' }, specHash(CHECKED));
 
 /**
- * Writes the operator's intent and resolves once its step holds svc, waiting
+ * Writes the operator's intent and resolves once its step has svc locked, waiting
  * on the engine call `hangs` (hung until the test lets it go); `outcome` is
  * the step's.
  */
-async function hold(
+async function lockWith(
   p: FakeProcess,
   rec: Reconciler,
   intent: Intent,
@@ -246,7 +246,7 @@ async function hold(
   p.engine.fault({ kind: hangs, nth: 1, hang: true });
   const outcome = rec.request('svc', intent);
   outcome.catch(() => undefined);
-  await until(p.clock, `the ${intent.verb} holds svc`, () => p.engine.hanging().includes(hangs));
+  await until(p.clock, `the ${intent.verb} has svc locked`, () => p.engine.hanging().includes(hangs));
   expect(rec.factsOf('svc').operation).toEqual(intent.operation);
   return { outcome };
 }

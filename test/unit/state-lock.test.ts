@@ -43,7 +43,7 @@ describe('StateDirLock', () => {
     expect(JSON.parse(readFileSync(join(d, 'spcd.lock'), 'utf8'))).toEqual({ pid: 1, startTime: 9 });
   });
 
-  it('garbage in the lock file holds nothing', async () => {
+  it('garbage in the lock file locks nothing', async () => {
     const d = dir();
     await new StateDirLock(d, table({}), 100).acquire();
     writeFileSync(join(d, 'spcd.lock'), 'not json');
@@ -64,7 +64,7 @@ describe('StateDirLock', () => {
     expect(JSON.parse(readFileSync(join(d, 'spcd.lock'), 'utf8')).pid).toBe(200);
   });
 
-  it('the real process table: a live process holds, a reaped one does not', async () => {
+  it('the real process table: a live owner counts, a reaped one does not', async () => {
     expect(procTable.startTime(process.pid)).toBeGreaterThan(0);
     const child = spawn('sleep', ['30']);
     const pid = child.pid!;

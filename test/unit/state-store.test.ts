@@ -44,18 +44,18 @@ beforeEach(() => {
 });
 
 describe('state store: a failed write changes nothing', () => {
-  it('a stop whose write fails leaves memory unheld, and its retry persists the hold', async () => {
+  it("a stop whose write fails leaves memory unchanged, and its retry persists the operator's stop", async () => {
     const store = new StateStore(dir, fs);
     await store.load();
     await store.allocate('api', generationEntry('img:1'), NOW); // write 1
     fs.failing.add(2);
-    const err = await store.setHeldStopped('api', true).catch((e: unknown) => e);
+    const err = await store.setOperatorStopped('api', true).catch((e: unknown) => e);
     expect(isSpcdError(err, 'STATE_WRITE_FAILED')).toBe(true);
     expect((err as { details: unknown }).details).toEqual({ path: join(dir, 'state.json'), errno: 'ENOSPC' });
     expect(store.record('api')?.heldStopped).toBe(false);
     expect((await reopen()).record('api')?.heldStopped).toBe(false);
 
-    await store.setHeldStopped('api', true); // the retry writes (write 3)
+    await store.setOperatorStopped('api', true); // the retry writes (write 3)
     expect(fs.writes).toBe(3);
     expect(store.record('api')?.heldStopped).toBe(true);
     expect((await reopen()).record('api')?.heldStopped).toBe(true);
@@ -97,7 +97,7 @@ describe('state store: a failed write changes nothing', () => {
     const results = await Promise.allSettled([
       store.allocate('a', generationEntry('img:a'), NOW),
       store.allocate('b', generationEntry('img:b'), NOW),
-      store.setHeldStopped('c', true),
+      store.setOperatorStopped('c', true),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     const again = await reopen();

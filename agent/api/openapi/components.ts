@@ -58,7 +58,7 @@ const ContainerStatus = obj(
     lastError: nullable(ref('ErrorView')),
     specHash: str(),
     configHash: str(),
-    operation: nullable(str('id of the operation holding it')),
+    operation: nullable(str('id of the operation that has it locked')),
     untouched: str('why spcd leaves it as it is (labels written by a newer spcd)'),
     census: ref('CensusView'),
   },

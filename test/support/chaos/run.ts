@@ -69,7 +69,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosSummary> {
             await restart();
           }
           last = await notConverged(world);
-          // An operator stop holds a container down: start it again, as the operator would.
+          // A container stopped by the operator stays stopped: start it again, as the operator would.
           for (const why of last) {
             const m = /^(.*): state stopped$/.exec(why);
             if (m)
