@@ -93,7 +93,9 @@ export async function fleet(ctx: CommandContext): Promise<ExitCode> {
   if (sub !== 'status') throw new CliError(`unknown fleet command: ${sub}; try: fleet status`, EXIT.USAGE);
   const v = ctx.args.values;
   const warn = (line: string): void => void ctx.io.stderr.write(`spcctl: ${line}\n`);
-  const status = wantsEtcd(v) ? await readEtcdFleet(v, Date.now(), warn) : await readKubeFleet(v, Date.now());
+  const status = wantsEtcd(v, ctx.env)
+    ? await readEtcdFleet(v, ctx.env, Date.now(), warn)
+    : await readKubeFleet(v, Date.now());
   ctx.io.stdout.write(
     ctx.json ? JSON.stringify(status, null, 2) + '\n' : formatFleetStatus(status, v.nodes === true),
   );

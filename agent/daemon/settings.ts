@@ -5,6 +5,7 @@ import { SpcdError } from '../errors.js';
 import { formatMs, MAX_DURATION_MS, parseDuration } from '../model/units.js';
 import { defaultReadOnlySocket } from '../model/sockets.js';
 import { ETCD_FLAGS, parseEtcdSettings, type EtcdSettings } from '../etcd/settings.js';
+import { flagOrEnv, type EnvFlag, type FlagValues } from '../model/flags.js';
 
 /** The daemon's settings, compiled once from flags and environment (flags win). */
 export interface Settings {
@@ -41,12 +42,9 @@ export interface Settings {
   readonly etcd: EtcdSettings | undefined;
 }
 
-interface FlagDef {
-  readonly env: string;
+interface FlagDef extends EnvFlag {
   readonly help: string;
   readonly def?: string;
-  /** A flag without a value (`--etcd-insecure`); its variable is true/false. */
-  readonly boolean?: boolean;
 }
 
 export const FLAGS: Record<string, FlagDef> = {
@@ -203,8 +201,6 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
   };
 }
 
-type FlagValues = Record<string, string | boolean | undefined>;
-
 /** The command line, checked against FLAGS; 'help' or 'version' when asked for. */
 function parseFlags(argv: string[]): FlagValues | 'help' | 'version' {
   const options = Object.fromEntries(
@@ -239,12 +235,8 @@ interface FlagReader {
 }
 
 function flagReader(values: FlagValues, env: NodeJS.ProcessEnv): FlagReader {
-  const get = (k: string): string | undefined => {
-    const v = values[k];
-    const fromFlag = typeof v === 'string' ? v : v === true ? 'true' : undefined;
-    const def = FLAGS[k];
-    return fromFlag ?? (def ? env[def.env] : undefined) ?? def?.def;
-  };
+  const given = flagOrEnv(values, env, FLAGS);
+  const get = (k: string): string | undefined => given(k) ?? FLAGS[k]?.def;
   const path = (k: string, required: boolean): string | undefined => {
     const v = get(k);
     if (v === undefined || v === '') {
