@@ -1,6 +1,6 @@
 /** Command-line parsing: one option table per command, checked strictly. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ETCD_FLAGS, type EnvFlag } from '../model/flags.js';
+import { ETCD_FLAGS, KUBE_FLAGS, type EnvFlag } from '../model/flags.js';
 import { CliError, EXIT } from './exit.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -148,12 +148,13 @@ export const COMMANDS: Record<string, CommandDef> = {
       namespace: { type: 'string' },
       configmap: { type: 'string' },
       nodes: { type: 'boolean' },
+      ...optionsOf(KUBE_FLAGS),
       // spcd's own etcd flags (agent/model/flags.ts): the fleet of hosts without Kubernetes
       ...optionsOf(ETCD_FLAGS),
     },
     positionals: 1,
     usage:
-      'fleet status [--kubeconfig FILE] [--namespace NS] [--configmap NAME] | [--etcd-endpoints URL,... [--etcd-prefix P] [--etcd-ca FILE --etcd-cert FILE --etcd-key FILE] [--etcd-user U --etcd-password-file FILE] [--etcd-insecure]] [--nodes] [-o json]',
+      'fleet status [--kubeconfig FILE] [--namespace NS] [--configmap NAME] [--kube-insecure] | [--etcd-endpoints URL,... [--etcd-prefix P] [--etcd-ca FILE --etcd-cert FILE --etcd-key FILE] [--etcd-user U --etcd-password-file FILE] [--etcd-insecure]] [--nodes] [-o json]',
     operand: ['status'],
   },
 };

@@ -17,13 +17,14 @@ import { CliError, EXIT } from './exit.js';
 /** spcd's etcd flags, as spcctl takes them. */
 const ETCD_OPTIONS = Object.keys(ETCD_FLAGS) as readonly (keyof typeof ETCD_FLAGS)[];
 /** The Kubernetes path's flags: they name another source. */
-const KUBE_OPTIONS = ['kubeconfig', 'namespace', 'configmap'] as const;
+const KUBE_OPTIONS = ['kubeconfig', 'namespace', 'configmap', 'kube-insecure'] as const;
 
 const flagGiven = (v: FlagValues, k: string): boolean => v[k] !== undefined && v[k] !== false;
 
 /**
  * Whether the fleet is read from etcd: an --etcd-* flag is given, or, when no
- * flag names Kubernetes (--kubeconfig, --namespace, --configmap), one of the
+ * flag names Kubernetes (--kubeconfig, --namespace, --configmap,
+ * --kube-insecure), one of the
  * SPCD_ETCD_* variables is set (not empty), as spcd reads them.
  */
 export function wantsEtcd(v: FlagValues, env: NodeJS.ProcessEnv): boolean {

@@ -61,3 +61,12 @@ export const ETCD_FLAGS = {
     boolean: true,
   },
 } as const;
+
+/** The Kubernetes trust flag spcd (--kubeconfig, in-cluster) and `spcctl fleet status` both take. */
+export const KUBE_FLAGS = {
+  'kube-insecure': {
+    env: 'SPCD_KUBE_INSECURE',
+    help: 'allow a kubeconfig cluster with an http:// server or insecure-skip-tls-verify: anyone on the path reads the token and answers as the API server (tests on loopback only)',
+    boolean: true,
+  },
+} as const;
