@@ -24,8 +24,8 @@ const flagGiven = (v: FlagValues, k: string): boolean => v[k] !== undefined && v
 /**
  * Whether the fleet is read from etcd: an --etcd-* flag is given, or, when no
  * flag names Kubernetes (--kubeconfig, --namespace, --configmap,
- * --kube-insecure), one of the
- * SPCD_ETCD_* variables is set (not empty), as spcd reads them.
+ * --kube-insecure), one of the SPCD_ETCD_* variables is set (not empty), as
+ * spcd reads them.
  */
 export function wantsEtcd(v: FlagValues, env: NodeJS.ProcessEnv): boolean {
   if (ETCD_OPTIONS.some((k) => flagGiven(v, k))) return true;
@@ -92,8 +92,8 @@ export const INSECURE_WARNING =
 
 /**
  * Reads the fleet from etcd with spcd's trust rules (settings.ts, client.ts),
- * the flags from `v` and the variables from `env`; `warn` takes the --etcd-insecure warning. An unreachable cluster exits 3
- * naming the endpoints.
+ * the flags from `v` and the variables from `env`; `warn` takes the
+ * --etcd-insecure warning. An unreachable cluster exits 3 naming the endpoints.
  */
 export async function readEtcdFleet(
   v: FlagValues,

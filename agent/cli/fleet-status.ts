@@ -1,15 +1,16 @@
 /**
  * `spcctl fleet status`: the rollout at a glance, read through the Kubernetes
- * API with a kubeconfig (any node or workstation), or from the etcd cluster
+ * API with a kubeconfig (any node or workstation; its cluster checked as spcd
+ * checks it, agent/kube/kubeconfig.ts), or from the etcd cluster
  * of hosts without Kubernetes (fleet-etcd.ts), not through spcd's socket. One
  * view of both (agent/rollout/fleet-view.ts), rendered here.
  */
 import type { FleetStatus } from '../rollout/fleet-view.js';
 import { PHASES, type PhaseReport } from '../rollout/decide.js';
+import { boolFlagValue, flagOrEnv, KUBE_FLAGS, type FlagValues } from '../model/flags.js';
 import { escapeControl } from '../model/text.js';
 import { formatMs } from '../model/units.js';
 import type { CommandContext } from './commands.js';
-import { boolFlagValue, flagOrEnv, KUBE_FLAGS, type FlagValues } from '../model/flags.js';
 import { readEtcdFleet, wantsEtcd } from './fleet-etcd.js';
 import { CliError, EXIT, type ExitCode } from './exit.js';
 

@@ -1,7 +1,8 @@
 /**
  * The daemon flags of the etcd mode (fleet rollouts through an etcd cluster,
  * for hosts without Kubernetes), checked here so that a bad value names its
- * flag. Pure: files are read when the client connects (client.ts).
+ * flag; the table of names and variables is agent/model/flags.ts, which
+ * spcctl takes too. Pure: files are read when the client connects (client.ts).
  */
 import { resolve } from 'node:path';
 import { SpcdError } from '../errors.js';
