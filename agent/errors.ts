@@ -144,6 +144,11 @@ export const ERRORS = {
   LEASE_CONFLICT: { status: 409, summary: 'A fleet upgrade slot was taken by another node first.' },
   KUBE_REJECTED: { status: 502, summary: 'The Kubernetes API server refused a request (RBAC, validation).' },
   KUBE_GONE: { status: 410, summary: 'A Kubernetes watch resourceVersion expired; the watcher re-lists.' },
+  KUBECONFIG_INSECURE: {
+    status: 422,
+    summary:
+      "The kubeconfig's current cluster is reached over plain http:// or with insecure-skip-tls-verify: true, and --kube-insecure is not given.",
+  },
   ETCD_PERMISSION_DENIED: {
     status: 403,
     summary:

@@ -1,5 +1,6 @@
 /** Command-line parsing: one option table per command, checked strictly. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ETCD_FLAGS, KUBE_FLAGS, type EnvFlag } from '../model/flags.js';
 import { CliError, EXIT } from './exit.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
@@ -18,6 +19,15 @@ export const OUTPUT_FORMATS = ['json', 'yaml', 'wide'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number] | 'table';
 const DATA: readonly OutputFormat[] = ['json', 'yaml'];
 const LISTING: readonly OutputFormat[] = ['json', 'yaml', 'wide'];
+
+/** Options from one of spcd's flag tables (the same names and kinds as spcd's). */
+const optionsOf = (table: Readonly<Record<string, EnvFlag>>): Options =>
+  Object.fromEntries(
+    Object.entries(table).map(([k, d]) => [
+      k,
+      { type: d.boolean ? ('boolean' as const) : ('string' as const) },
+    ]),
+  );
 
 const WAIT: Options = { wait: { type: 'boolean' }, timeout: { type: 'string' } };
 const EXPECT: Options = { 'expect-generation': { type: 'string' } };
@@ -138,19 +148,13 @@ export const COMMANDS: Record<string, CommandDef> = {
       namespace: { type: 'string' },
       configmap: { type: 'string' },
       nodes: { type: 'boolean' },
-      // spcd's own etcd flags (agent/etcd/settings.ts): the fleet of hosts without Kubernetes
-      'etcd-endpoints': { type: 'string' },
-      'etcd-prefix': { type: 'string' },
-      'etcd-ca': { type: 'string' },
-      'etcd-cert': { type: 'string' },
-      'etcd-key': { type: 'string' },
-      'etcd-user': { type: 'string' },
-      'etcd-password-file': { type: 'string' },
-      'etcd-insecure': { type: 'boolean' },
+      ...optionsOf(KUBE_FLAGS),
+      // spcd's own etcd flags (agent/model/flags.ts): the fleet of hosts without Kubernetes
+      ...optionsOf(ETCD_FLAGS),
     },
     positionals: 1,
     usage:
-      'fleet status [--kubeconfig FILE] [--namespace NS] [--configmap NAME] | [--etcd-endpoints URL,... [--etcd-prefix P] [--etcd-ca FILE --etcd-cert FILE --etcd-key FILE] [--etcd-user U --etcd-password-file FILE] [--etcd-insecure]] [--nodes] [-o json]',
+      'fleet status [--kubeconfig FILE] [--namespace NS] [--configmap NAME] [--kube-insecure] | [--etcd-endpoints URL,... [--etcd-prefix P] [--etcd-ca FILE --etcd-cert FILE --etcd-key FILE] [--etcd-user U --etcd-password-file FILE] [--etcd-insecure]] [--nodes] [-o json]',
     operand: ['status'],
   },
 };

@@ -48,6 +48,8 @@ export interface CommandContext {
   readonly json: boolean;
   /** Built on first use: commands that work without the daemon never touch it. */
   readonly client: () => ApiClient;
+  /** spcctl's environment (the SPCD_* variables some commands read, as spcd does). */
+  readonly env: NodeJS.ProcessEnv;
 }
 
 type Command = (ctx: CommandContext) => Promise<ExitCode>;

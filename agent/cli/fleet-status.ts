@@ -1,11 +1,13 @@
 /**
  * `spcctl fleet status`: the rollout at a glance, read through the Kubernetes
- * API with a kubeconfig (any node or workstation), or from the etcd cluster
+ * API with a kubeconfig (any node or workstation; its cluster checked as spcd
+ * checks it, agent/kube/kubeconfig.ts), or from the etcd cluster
  * of hosts without Kubernetes (fleet-etcd.ts), not through spcd's socket. One
  * view of both (agent/rollout/fleet-view.ts), rendered here.
  */
 import type { FleetStatus } from '../rollout/fleet-view.js';
 import { PHASES, type PhaseReport } from '../rollout/decide.js';
+import { boolFlagValue, flagOrEnv, KUBE_FLAGS, type FlagValues } from '../model/flags.js';
 import { escapeControl } from '../model/text.js';
 import { formatMs } from '../model/units.js';
 import type { CommandContext } from './commands.js';
@@ -93,15 +95,32 @@ export async function fleet(ctx: CommandContext): Promise<ExitCode> {
   if (sub !== 'status') throw new CliError(`unknown fleet command: ${sub}; try: fleet status`, EXIT.USAGE);
   const v = ctx.args.values;
   const warn = (line: string): void => void ctx.io.stderr.write(`spcctl: ${line}\n`);
-  const status = wantsEtcd(v) ? await readEtcdFleet(v, Date.now(), warn) : await readKubeFleet(v, Date.now());
+  const status = wantsEtcd(v, ctx.env)
+    ? await readEtcdFleet(v, ctx.env, Date.now(), warn)
+    : await readKubeFleet(v, ctx.env, Date.now(), warn);
   ctx.io.stdout.write(
     ctx.json ? JSON.stringify(status, null, 2) + '\n' : formatFleetStatus(status, v.nodes === true),
   );
   return EXIT.OK;
 }
 
-async function readKubeFleet(v: CommandContext['args']['values'], now: number): Promise<FleetStatus> {
+/** --kube-insecure, else SPCD_KUBE_INSECURE, as spcd reads it; a bad value exits 2. */
+function kubeInsecure(v: FlagValues, env: NodeJS.ProcessEnv): boolean {
+  const raw = flagOrEnv(v, env, KUBE_FLAGS)('kube-insecure');
+  const insecure = boolFlagValue(raw);
+  if (insecure === undefined)
+    throw new CliError(`--kube-insecure: '${raw}' is not true or false`, EXIT.USAGE);
+  return insecure;
+}
+
+async function readKubeFleet(
+  v: FlagValues,
+  env: NodeJS.ProcessEnv,
+  now: number,
+  warn: (line: string) => void,
+): Promise<FleetStatus> {
   const str = (k: string): string | undefined => (typeof v[k] === 'string' ? v[k] : undefined);
+  const insecure = kubeInsecure(v, env);
   // Loaded on use: the other commands never load the Kubernetes client.
   const { readFleetStatus } = await import('../kube/fleet-status.js');
   const kubeconfig = str('kubeconfig');
@@ -112,12 +131,18 @@ async function readKubeFleet(v: CommandContext['args']['values'], now: number): 
       ...(namespace ? { namespace } : {}),
       configMap: str('configmap') ?? 'spcd-desired',
       now,
+      env,
+      insecure,
+      warn,
     });
   } catch (err) {
     const code = (err as { code?: string }).code;
     const msg = (err as Error).message;
     if (code === 'KUBE_UNAVAILABLE')
       throw new CliError(`the Kubernetes API does not answer: ${msg}`, EXIT.UNREACHABLE);
+    // refused before anything is sent: the kubeconfig (or where to find one) is the operator's to fix
+    if (code === 'KUBECONFIG_INSECURE' || code === 'SETTINGS_INVALID')
+      throw new CliError(`${msg} (${code})`, EXIT.USAGE);
     throw new CliError(msg, EXIT.FAILED);
   }
 }

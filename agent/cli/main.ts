@@ -41,6 +41,7 @@ export async function runCli(argv: string[], io: CliStreams): Promise<number> {
       io: { stdout: out, stderr: err },
       json: parsed.output === 'json',
       client: () => (client ??= new ApiClient(socketPath, undefined, readOnly)),
+      env: io.env,
     };
     const command = COMMAND_TABLE[parsed.command];
     if (!command) throw new CliError(`unknown command: ${parsed.command}`, EXIT.USAGE);

@@ -95,7 +95,7 @@ function optionalIntegration(
         opened = await open();
       } catch (err) {
         log.error(
-          { err: (err as Error).message },
+          { err: (err as Error).message, code: (err as { code?: unknown }).code ?? null },
           `${what} integration did not start; continuing without it`,
         );
       }

@@ -5,6 +5,7 @@ import { SpcdError } from '../errors.js';
 import { formatMs, MAX_DURATION_MS, parseDuration } from '../model/units.js';
 import { defaultReadOnlySocket } from '../model/sockets.js';
 import { ETCD_FLAGS, parseEtcdSettings, type EtcdSettings } from '../etcd/settings.js';
+import { boolFlagValue, flagOrEnv, KUBE_FLAGS, type EnvFlag, type FlagValues } from '../model/flags.js';
 
 /** The daemon's settings, compiled once from flags and environment (flags win). */
 export interface Settings {
@@ -36,17 +37,22 @@ export interface Settings {
   readonly kubeconfig: string | undefined;
   readonly nodeName: string | undefined;
   /** Kubernetes integration is on with a kubeconfig, or in a pod (service host + NODE_NAME). */
-  readonly kube: { namespace: string; desiredConfigMap: string | undefined; fleetSlots: number } | undefined;
+  readonly kube: KubeSettings | undefined;
   /** Fleet rollouts through etcd (--etcd-endpoints), for hosts without Kubernetes; never with `kube`. */
   readonly etcd: EtcdSettings | undefined;
 }
 
-interface FlagDef {
-  readonly env: string;
+export interface KubeSettings {
+  readonly namespace: string;
+  readonly desiredConfigMap: string | undefined;
+  readonly fleetSlots: number;
+  /** --kube-insecure: a cluster reached over http:// or without checking its certificate is allowed (warned). */
+  readonly insecure: boolean;
+}
+
+interface FlagDef extends EnvFlag {
   readonly help: string;
   readonly def?: string;
-  /** A flag without a value (`--etcd-insecure`); its variable is true/false. */
-  readonly boolean?: boolean;
 }
 
 export const FLAGS: Record<string, FlagDef> = {
@@ -124,6 +130,7 @@ export const FLAGS: Record<string, FlagDef> = {
     help: 'how many nodes may upgrade at once (Lease slots)',
     def: '1',
   },
+  ...KUBE_FLAGS,
   ...ETCD_FLAGS,
 };
 
@@ -203,8 +210,6 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
   };
 }
 
-type FlagValues = Record<string, string | boolean | undefined>;
-
 /** The command line, checked against FLAGS; 'help' or 'version' when asked for. */
 function parseFlags(argv: string[]): FlagValues | 'help' | 'version' {
   const options = Object.fromEntries(
@@ -239,12 +244,8 @@ interface FlagReader {
 }
 
 function flagReader(values: FlagValues, env: NodeJS.ProcessEnv): FlagReader {
-  const get = (k: string): string | undefined => {
-    const v = values[k];
-    const fromFlag = typeof v === 'string' ? v : v === true ? 'true' : undefined;
-    const def = FLAGS[k];
-    return fromFlag ?? (def ? env[def.env] : undefined) ?? def?.def;
-  };
+  const given = flagOrEnv(values, env, FLAGS);
+  const get = (k: string): string | undefined => given(k) ?? FLAGS[k]?.def;
   const path = (k: string, required: boolean): string | undefined => {
     const v = get(k);
     if (v === undefined || v === '') {
@@ -344,13 +345,33 @@ function fleetOf(
       { flag: 'etcd-endpoints' },
     );
   }
-  const kube =
-    kubeconfig || inCluster
-      ? {
-          namespace: get('kube-namespace') ?? 'spcd-system',
-          desiredConfigMap: get('kube-desired-configmap'),
-          fleetSlots: slots,
-        }
-      : undefined;
+  const kube = kubeconfig || inCluster ? kubeOf(get, slots) : undefined;
+  if (!kube && boolFlagValue(get('kube-insecure')) !== false)
+    throw new SpcdError(
+      'SETTINGS_INVALID',
+      '--kube-insecure is set but neither --kubeconfig nor in-cluster Kubernetes is',
+      {
+        flag: 'kube-insecure',
+      },
+    );
   return { etcd, kube, kubeconfig, nodeName: fleetNode };
+}
+
+function kubeOf(get: FlagReader['get'], fleetSlots: number): KubeSettings {
+  const insecure = boolFlagValue(get('kube-insecure'));
+  if (insecure === undefined)
+    throw new SpcdError(
+      'SETTINGS_INVALID',
+      `--kube-insecure: '${get('kube-insecure')}' is not true or false`,
+      {
+        flag: 'kube-insecure',
+        value: get('kube-insecure'),
+      },
+    );
+  return {
+    namespace: get('kube-namespace') ?? 'spcd-system',
+    desiredConfigMap: get('kube-desired-configmap'),
+    fleetSlots,
+    insecure,
+  };
 }

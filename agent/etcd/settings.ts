@@ -1,10 +1,12 @@
 /**
  * The daemon flags of the etcd mode (fleet rollouts through an etcd cluster,
  * for hosts without Kubernetes), checked here so that a bad value names its
- * flag. Pure: files are read when the client connects (client.ts).
+ * flag; the table of names and variables is agent/model/flags.ts, which
+ * spcctl takes too. Pure: files are read when the client connects (client.ts).
  */
 import { resolve } from 'node:path';
 import { SpcdError } from '../errors.js';
+import { boolFlagValue, ETCD_FLAGS } from '../model/flags.js';
 
 export interface EtcdSettings {
   readonly endpoints: readonly string[];
@@ -22,26 +24,7 @@ export interface EtcdSettings {
   readonly fleetSlots: number;
 }
 
-export const ETCD_FLAGS = {
-  'etcd-endpoints': {
-    env: 'SPCD_ETCD_ENDPOINTS',
-    help: 'comma-separated etcd members (http(s)://host:port) for fleet rollouts without Kubernetes (optional)',
-  },
-  'etcd-prefix': { env: 'SPCD_ETCD_PREFIX', help: 'key prefix of the fleet in etcd', def: '/spcd/' },
-  'etcd-ca': { env: 'SPCD_ETCD_CA', help: 'CA certificate (PEM) that signed the etcd members (TLS)' },
-  'etcd-cert': { env: 'SPCD_ETCD_CERT', help: "this node's etcd client certificate (PEM)" },
-  'etcd-key': { env: 'SPCD_ETCD_KEY', help: "this node's etcd client key (PEM)" },
-  'etcd-user': { env: 'SPCD_ETCD_USER', help: "this node's etcd user (etcd authentication)" },
-  'etcd-password-file': {
-    env: 'SPCD_ETCD_PASSWORD_FILE',
-    help: "file holding the etcd user's password (mode 0600)",
-  },
-  'etcd-insecure': {
-    env: 'SPCD_ETCD_INSECURE',
-    help: 'allow http:// endpoints: plaintext, anyone on the path reads and writes the fleet (tests on loopback only)',
-    boolean: true,
-  },
-} as const;
+export { ETCD_FLAGS };
 
 function bad(flag: string, message: string, value?: string): SpcdError {
   return new SpcdError('SETTINGS_INVALID', `--${flag}: ${message}`, {
@@ -114,7 +97,9 @@ export function parseEtcdSettings(
       prefix,
     );
   const auth = parseAuth(get, file);
-  const insecure = parseBool(get('etcd-insecure'));
+  const insecure = boolFlagValue(get('etcd-insecure'));
+  if (insecure === undefined)
+    throw bad('etcd-insecure', `'${get('etcd-insecure')}' is not true or false`, get('etcd-insecure'));
   if (https.length > 0 && insecure)
     throw bad(
       'etcd-insecure',
@@ -135,13 +120,6 @@ export function parseEtcdSettings(
       list,
     );
   return { endpoints, prefix, caFile, certFile, keyFile, ...auth, insecure, fleetSlots };
-}
-
-/** A boolean flag's value: set (true, 1, yes, or the bare flag), unset, or invalid. */
-function parseBool(v: string | undefined): boolean {
-  if (v === undefined || v === '' || /^(false|0|no)$/i.test(v)) return false;
-  if (/^(true|1|yes)$/i.test(v)) return true;
-  throw bad('etcd-insecure', `'${v}' is not true or false`, v);
 }
 
 function parseAuth(

@@ -4,10 +4,10 @@
  * the desired ConfigMap and its rollout object, the ledger Lease, every
  * node's phase Lease and the slot Leases.
  */
-import { KubeConfig } from '@kubernetes/client-node';
 import { isSpcdError } from '../errors.js';
 import { fleetView, type FleetStatus } from '../rollout/fleet-view.js';
 import { KubeClient } from './client.js';
+import { checkKubeTransport, loadKubeConfig } from './kubeconfig.js';
 import { parseDesired } from './desired-watcher.js';
 import { SLOT_LABEL } from './fleet-slots.js';
 import { fromMicroTime } from './lease-time.js';
@@ -15,15 +15,25 @@ import { LEDGER_LEASE, PHASE_LABEL, fleetPhases, ledgerFrom } from './rollout-ba
 
 export type { FleetStatus } from '../rollout/fleet-view.js';
 
+/**
+ * The fleet as the records say, read with the kubeconfig `kubeconfig`, else
+ * as kubectl finds one in `env` (loadKubeConfig). A cluster reached over
+ * http:// or without checking its certificate is refused before anything is
+ * sent (KUBECONFIG_INSECURE), unless `insecure`, and then `warn` is told once.
+ */
 export async function readFleetStatus(opts: {
   readonly kubeconfig?: string;
   readonly namespace?: string;
   readonly configMap: string;
   readonly now: number;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly insecure?: boolean;
+  readonly warn?: (line: string) => void;
 }): Promise<FleetStatus> {
-  const kc = new KubeConfig();
-  if (opts.kubeconfig) kc.loadFromFile(opts.kubeconfig);
-  else kc.loadFromDefault();
+  const loaded = loadKubeConfig(opts.kubeconfig, opts.env ?? process.env);
+  const warning = checkKubeTransport(loaded, opts.insecure === true, 'spcctl');
+  if (warning) opts.warn?.(`warning: ${warning}`);
+  const kc = loaded.kc;
   const namespace = opts.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'spcd-system';
   const api = new KubeClient(kc);
   try {

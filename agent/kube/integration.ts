@@ -1,9 +1,9 @@
-import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { SpcdEvent } from '../model/events.js';
 import type { SetStatus } from '../api/types.js';
 import { KubeClient } from './client.js';
+import { checkKubeTransport, loadKubeConfig } from './kubeconfig.js';
 import { EventRecorder, kubeEventFor } from './event-recorder.js';
 import { conditionFor, NodeReporter, reportFromSets } from './node-reporter.js';
 import { RolloutRunner, type RolloutActions } from '../rollout/runner.js';
@@ -12,6 +12,8 @@ import { KubeRolloutBackend } from './rollout-backend.js';
 export interface KubeIntegrationDeps {
   /** A kubeconfig file; in-cluster config when absent. */
   readonly kubeconfig: string | undefined;
+  /** --kube-insecure: its cluster may be reached over http:// or without checking its certificate (warned once). */
+  readonly insecure: boolean;
   readonly nodeName: string;
   readonly namespace: string;
   /** The ConfigMap with desired images (and globals) for fleet upgrades; none when absent. */
@@ -34,11 +36,11 @@ export interface KubeIntegrationDeps {
  * the managed containers are not affected either way.
  */
 export async function startKube(deps: KubeIntegrationDeps): Promise<{ stop(): Promise<void> }> {
-  const kc = new KubeConfig();
-  if (deps.kubeconfig) kc.loadFromFile(deps.kubeconfig);
-  else kc.loadFromCluster();
-  const api = new KubeClient(kc);
   const { clock, log, nodeName, namespace } = deps;
+  const loaded = loadKubeConfig(deps.kubeconfig, 'in-cluster');
+  const warning = checkKubeTransport(loaded, deps.insecure, 'spcd'); // KUBECONFIG_INSECURE: nothing is sent
+  if (warning) log.warn({ code: 'KUBECONFIG_INSECURE', kubeconfig: loaded.file ?? null }, warning);
+  const api = new KubeClient(loaded.kc);
   const reporter = new NodeReporter({ api, nodeName, clock, log });
   const recorder = new EventRecorder({ api, nodeName, namespace, clock, log });
   const publish = (): void => reporter.report(reportFromSets(deps.sets(), deps.engineAvailable()));

@@ -74,6 +74,8 @@ containers:
     '8s',
     '--kubeconfig',
     server.kubeConfig(NS).path,
+    // the in-test API server is plain http:// on loopback
+    '--kube-insecure',
     '--node-name',
     NODE,
     '--kube-desired-configmap',
@@ -221,6 +223,7 @@ describe('spcd in a cluster (in-test API server, real client)', () => {
         'status',
         '--kubeconfig',
         server.kubeConfig(NS).path,
+        '--kube-insecure',
       ],
       { encoding: 'utf8' },
     );

@@ -57,6 +57,8 @@ beforeAll(async () => {
         '5s',
         '--kubeconfig',
         kubeconfig,
+        // the in-test API server is plain http:// on loopback
+        '--kube-insecure',
         '--node-name',
         node,
         '--kube-desired-configmap',

@@ -1,10 +1,8 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatFleetStatus } from '../../agent/cli/fleet-status.js';
-import { ETCD_OPTIONS } from '../../agent/cli/fleet-etcd.js';
 import { connectEtcd } from '../../agent/etcd/client.js';
 import { clientRangeRead, etcdFleetStatus, readEtcdFleetStatus } from '../../agent/etcd/fleet-status.js';
-import { ETCD_FLAGS } from '../../agent/etcd/settings.js';
 import type { SpcdError } from '../../agent/errors.js';
 import type { PhaseReport } from '../../agent/rollout/decide.js';
 import type { FleetStatus } from '../../agent/rollout/fleet-view.js';
@@ -200,10 +198,6 @@ describe('the fleet view from etcd records', () => {
 });
 
 describe('spcctl fleet status --etcd-*', () => {
-  it('takes the flags spcd takes, by the same names', () => {
-    expect([...ETCD_OPTIONS].sort()).toEqual(Object.keys(ETCD_FLAGS).sort());
-  });
-
   it.each([
     [['--etcd-endpoints', '10.0.0.1:2379'], /^spcctl: --etcd-endpoints: '10\.0\.0\.1:2379' is not a URL/],
     [['--etcd-endpoints', 'http://10.0.0.1'], /^spcctl: --etcd-endpoints: .* must name a port/],

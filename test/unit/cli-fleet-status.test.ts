@@ -16,7 +16,11 @@ const NS = 'spcd-system';
 const server = new FakeKubeServer();
 let kubeconfig = '';
 
-const cli = (args: string[]) => runSpcctl(args);
+// the in-test server is plain http:// on loopback: what --kube-insecure is for (test/security/kubeconfig-trust.test.ts)
+const cli = (args: string[]) => runSpcctl([...args, '--kube-insecure']);
+/** The one line spcctl says for --kube-insecure. */
+const INSECURE_LINE =
+  /^spcctl: warning: --kube-insecure: kubeconfig \S+, context "fake", cluster "fake": its server http:\/\/127\.0\.0\.1:\d+ is plain http:\/\/[^\n]*\n$/;
 
 function phase(node: string, p: PhaseReport['phase'], extra: Partial<PhaseReport> = {}): void {
   const r: PhaseReport = { node, rollout: 'nova-30', phase: p, since: Date.now() - 90_000, ...extra };
@@ -74,7 +78,7 @@ describe('spcctl fleet status', () => {
 
   it('shows the rollout at a glance through the Kubernetes API, without spcd', async () => {
     const r = await cli(['fleet', 'status', '--kubeconfig', kubeconfig]);
-    expect(r.err).toBe('');
+    expect(r.err).toMatch(INSECURE_LINE);
     expect(r.code).toBe(0);
     const lines = r.out.split('\n');
     expect(lines[0]).toBe('rollout nova-30  rolling  N=4  canary 1/1 passed, soak 10m  failed 1 of budget 3');
@@ -116,7 +120,7 @@ describe('spcctl fleet status', () => {
   });
 
   it('without a desired ConfigMap, says nothing is rolled out', async () => {
-    const s = await readFleetStatus({ kubeconfig, configMap: 'absent', now: Date.now() });
+    const s = await readFleetStatus({ kubeconfig, configMap: 'absent', now: Date.now(), insecure: true });
     expect(formatFleetStatus(s)).toContain('nothing is being rolled out');
   });
 });

@@ -51,6 +51,7 @@ describe('daemon settings', () => {
     [['--log-level', 'loud'], /--log-level: 'loud' is not a pino level/],
     [['--fleet-slots', '0'], /--fleet-slots: '0' must be an integer/],
     [['--kubeconfig', '/k'], /--kubeconfig needs --node-name/],
+    [['--kube-insecure'], /--kube-insecure is set but neither --kubeconfig nor in-cluster Kubernetes is/],
     [['--no-such-flag'], /Unknown option '--no-such-flag'/],
   ])('rejects %j with a message naming the flag', (argv, message) => {
     let caught: unknown;
@@ -70,7 +71,26 @@ describe('daemon settings', () => {
       NODE_NAME: 'compute-1',
       SPCD_FLEET_SLOTS: '3',
     });
-    expect(s.kube).toEqual({ namespace: 'spcd-system', desiredConfigMap: undefined, fleetSlots: 3 });
+    expect(s.kube).toEqual({
+      namespace: 'spcd-system',
+      desiredConfigMap: undefined,
+      fleetSlots: 3,
+      insecure: false,
+    });
     expect(s.nodeName).toBe('compute-1');
+  });
+
+  it('takes --kube-insecure, or SPCD_KUBE_INSECURE, only with Kubernetes', () => {
+    const kube = ['--kubeconfig', '/k', '--node-name', 'compute-1'];
+    expect(parse([...kube, '--kube-insecure'], {}).kube?.insecure).toBe(true);
+    expect(parse(kube, { SPCD_KUBE_INSECURE: 'yes' }).kube?.insecure).toBe(true);
+    expect(
+      parse([], { KUBERNETES_SERVICE_HOST: '10.0.0.1', NODE_NAME: 'c', SPCD_KUBE_INSECURE: '0' }).kube
+        ?.insecure,
+    ).toBe(false);
+    expect(() => parse(kube, { SPCD_KUBE_INSECURE: 'maybe' })).toThrow(
+      /--kube-insecure: 'maybe' is not true or false/,
+    );
+    expect(() => parse([], { SPCD_KUBE_INSECURE: 'true' })).toThrow(/--kube-insecure is set but neither/);
   });
 });
