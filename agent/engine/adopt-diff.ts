@@ -102,6 +102,18 @@ function normalize(key: string, v: unknown): unknown {
   }
 }
 
+/**
+ * Whether a container sees /proc unmasked and /proc/sys writable: what
+ * `--security-opt systempaths=unconfined` asks for, which reaches the engine
+ * as empty MaskedPaths and ReadonlyPaths (create-options.ts), not as a
+ * SecurityOpt. A privileged container is never masked: the question does
+ * not apply to it.
+ */
+export function unconfinedPaths(h: Record<string, unknown>): boolean {
+  const empty = (v: unknown): boolean => Array.isArray(v) && v.length === 0;
+  return h.Privileged !== true && empty(h.MaskedPaths) && empty(h.ReadonlyPaths);
+}
+
 const show = (v: unknown): string => (v === null ? 'none' : JSON.stringify(v));
 
 function envMap(list: readonly string[] | null | undefined): Map<string, string> {
@@ -189,6 +201,11 @@ export function runtimeDifferences(
     if (JSON.stringify(want) !== JSON.stringify(have))
       out.push(`${yamlKey}: definition ${show(want)}, running ${show(have)}`);
   }
+  const [want, have] = [unconfinedPaths(body.HostConfig), unconfinedPaths(running.HostConfig)];
+  if (want !== have)
+    out.push(
+      `security_opt systempaths=unconfined: definition ${want ? 'yes' : 'no'}, running ${have ? 'yes' : 'no'}`,
+    );
   const policy = (running.HostConfig.RestartPolicy as { Name?: string } | undefined)?.Name ?? '';
   if (policy !== '' && policy !== 'no')
     out.push(

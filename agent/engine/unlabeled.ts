@@ -3,7 +3,13 @@ import { SpcdError } from '../errors.js';
 import type { UnlabeledContainer } from '../model/adoption.js';
 import { decodeIdentity } from '../model/labels.js';
 import type { EngineState, ObservedContainer } from '../model/observed.js';
-import { bindKey, runtimeDifferences, type ImageDefaults, type InspectedRuntime } from './adopt-diff.js';
+import {
+  bindKey,
+  runtimeDifferences,
+  unconfinedPaths,
+  type ImageDefaults,
+  type InspectedRuntime,
+} from './adopt-diff.js';
 import { createBody } from './create-options.js';
 import { DEADLINES } from './deadlines.js';
 import { withDeadline } from './map-error.js';
@@ -141,6 +147,17 @@ function bindText(b: string): string {
  * image's own environment. For the operator to review; undefined when
  * there is no such unlabeled container.
  */
+/**
+ * The container's security options as a definition writes them: the
+ * engine's SecurityOpt, plus systempaths=unconfined where /proc is
+ * unmasked (the CLI's word for empty MaskedPaths and ReadonlyPaths), or a
+ * replacement would mask what the running one uses.
+ */
+export function scannedSecurityOpt(h: Record<string, unknown>): string[] {
+  const engine = Array.isArray(h.SecurityOpt) ? (h.SecurityOpt as string[]) : [];
+  return [...engine, ...(unconfinedPaths(h) ? ['systempaths=unconfined'] : [])];
+}
+
 export async function describeUnlabeled(
   docker: Dockerode,
   name: string,
@@ -174,7 +191,8 @@ export async function describeUnlabeled(
   if (list(h.Binds).length > 0) out.binds = list(h.Binds).map(bindText);
   if (list(h.CapAdd).length > 0) out.cap_add = list(h.CapAdd);
   if (list(h.CapDrop).length > 0) out.cap_drop = list(h.CapDrop);
-  if (list(h.SecurityOpt).length > 0) out.security_opt = list(h.SecurityOpt);
+  const securityOpt = scannedSecurityOpt(h);
+  if (securityOpt.length > 0) out.security_opt = securityOpt;
   const devices = (h.Devices ?? []) as {
     PathOnHost: string;
     PathInContainer: string;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runtimeDifferences, type InspectedRuntime } from '../../agent/engine/adopt-diff.js';
 import { createBody } from '../../agent/engine/create-options.js';
-import { scannedProcess } from '../../agent/engine/unlabeled.js';
+import { scannedProcess, scannedSecurityOpt } from '../../agent/engine/unlabeled.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
 import { containerSpec } from '../support/spec.js';
 
@@ -156,6 +156,45 @@ describe('runtimeDifferences', () => {
     ]);
     const own = containerSpec('nova_libvirt', { ...SPEC, command: ['kolla_start'], user: 'neutron' });
     expect(runtimeDifferences(own, createBody({ spec: own, identity }), made, libvirtd)).toEqual([]);
+  });
+});
+
+describe('systempaths=unconfined (an unmasked /proc)', () => {
+  const unconfined = { MaskedPaths: [], ReadonlyPaths: [] };
+  const masked = { MaskedPaths: ['/proc/kcore', '/proc/keys'], ReadonlyPaths: ['/proc/sys'] };
+  const withOpt = { ...SPEC, securityOpt: ['systempaths=unconfined'] };
+  const optBody = createBody({ spec: withOpt, identity });
+
+  it('is a difference either way, named with both sides', () => {
+    expect(runtimeDifferences(SPEC, body, kollaMade(unconfined), IMAGE)).toEqual([
+      'security_opt systempaths=unconfined: definition no, running yes',
+    ]);
+    expect(runtimeDifferences(withOpt, optBody, kollaMade(masked), IMAGE)).toEqual([
+      'security_opt systempaths=unconfined: definition yes, running no',
+    ]);
+  });
+
+  it('is none when both agree, and does not apply to a privileged container', () => {
+    expect(runtimeDifferences(withOpt, optBody, kollaMade(unconfined), IMAGE)).toEqual([]);
+    expect(runtimeDifferences(SPEC, body, kollaMade(masked), IMAGE)).toEqual([]);
+    const priv = { ...SPEC, privileged: true };
+    expect(
+      runtimeDifferences(
+        priv,
+        createBody({ spec: priv, identity }),
+        kollaMade({ Privileged: true, ...unconfined }),
+        IMAGE,
+      ),
+    ).toEqual([]);
+  });
+
+  it('is written by the scan where the container has it, beside its other options', () => {
+    expect(scannedSecurityOpt({ SecurityOpt: ['label=disable'], ...unconfined })).toEqual([
+      'label=disable',
+      'systempaths=unconfined',
+    ]);
+    expect(scannedSecurityOpt({ SecurityOpt: null, ...masked })).toEqual([]);
+    expect(scannedSecurityOpt({ Privileged: true, ...unconfined })).toEqual([]);
   });
 });
 
