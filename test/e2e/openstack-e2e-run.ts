@@ -99,6 +99,8 @@ export class OpenStackE2eRun {
   /** 1 when each compute set spcd ran was the shipped file, byte for byte (checked when written). */
   shippedSet = 0;
   ovsShippedSet = 0;
+  /** vswitchd's own restart in the Open vSwitch variant's vswitchd upgrade (ms). */
+  vswitchdRestartMs: number | undefined;
   private hadRunLibvirt = true; // /run/libvirt was there before the run (else the run removes it)
   private ovsRunWas = new Set<string>();
   /** The host files' rendering for this run (set by `setUp`). */
@@ -348,6 +350,7 @@ export class OpenStackE2eRun {
             shippedSet: this.ovsShippedSet,
             networkOk: this.ovs.networkOk,
             ping: this.ovs.ping,
+            vswitchdRestartMs: this.vswitchdRestartMs,
           },
           this.ovs.windows.find((w) => w.name === VSWITCHD_STEP),
         ),

@@ -37,6 +37,7 @@ import { pingReport, reportLines, VM_IPS, waitReplyAfter } from './openstack-pin
 import { lostElsewhere, OVSDB_STEP, VSWITCHD_STEP } from './openstack-summary.js';
 import type { Acted } from './openstack-steps.js';
 import { OVS_COMPUTE_SET } from './openstack-ovs.js';
+import { vswitchdRestartMs } from '../support/ovs-node.js';
 import { switchToOvs } from './openstack-switch.js';
 import { controlDefault, FULL_STEPS } from './openstack-lanes.js';
 
@@ -142,11 +143,10 @@ export function ovsSteps(e2e: OpenStackE2eRun, o: OvsStepOptions): void {
         }
       });
     }, 1_200_000);
-    it(
-      '7: upgrade openvswitch_vswitchd',
-      () => upgradeStep(VSWITCHD_STEP, 'openvswitch_vswitchd'),
-      1_200_000,
-    );
+    it('7: upgrade openvswitch_vswitchd', async () => {
+      await upgradeStep(VSWITCHD_STEP, 'openvswitch_vswitchd');
+      e2e.vswitchdRestartMs = await vswitchdRestartMs(name('openvswitch_vswitchd'));
+    }, 1_200_000);
     it.runIf(FULL)(
       '8: upgrade the whole compute set',
       async () => {

@@ -89,6 +89,8 @@ export interface OvsSummaryInput {
   readonly shippedSet: number;
   readonly networkOk: number;
   readonly ping: PingReport | undefined;
+  /** vswitchd's own restart in its upgrade step (start-ovs.log: the old one's exit after the save, plus the new one's start to forwarding). */
+  readonly vswitchdRestartMs?: number;
 }
 
 /**
@@ -112,7 +114,8 @@ export function gapInWindow(ping: PingReport, w: { name: string; from: number; t
 /**
  * The Open vSwitch variant's line: its VMs' survival, the pings (the whole
  * variant), OVSDB's and vswitchd's upgrades' own losses (guests' and the
- * DHCP namespace's) and vswitchd's gap; `lost_elsewhere` is every loss
+ * DHCP namespace's), vswitchd's gap and its own restart (the part of the
+ * gap that is vswitchd's, against the rest: spcd and the engine); `lost_elsewhere` is every loss
  * outside MEASURED_LOSS_STEPS (0, or the variant fails).
  */
 export function ovsSummaryLine(
@@ -129,7 +132,7 @@ export function ovsSummaryLine(
     `network=ovs ovs_vms_survived=${vmSteps}/${s.checked} census_mismatches=${census} shipped_set=${s.shippedSet} network_ok=${s.networkOk}/${s.steps} ` +
     (p?.summary ?? 'vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan') +
     ` ovsdb_upgrade_lost=${p ? lostIn(p, OVSDB_STEP) : nan} vswitchd_upgrade_lost=${p ? lostIn(p, VSWITCHD_STEP) : nan}` +
-    ` vswitchd_window_ms=${gap} lost_elsewhere=${elsewhere}`
+    ` vswitchd_window_ms=${gap} vswitchd_restart_ms=${s.vswitchdRestartMs ?? nan} lost_elsewhere=${elsewhere}`
   );
 }
 

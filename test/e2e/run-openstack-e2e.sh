@@ -10,7 +10,7 @@
 #   openstack_vms_survived=K/N nova_managed_after=0|1 census_mismatches=M shipped_set=1 rabbit_outage_restarts=R dockerd_restart_vm_lost=D max_libvirt_window_s=X max_compute_up_s=Y compute_up_floor_s=F dockerd_compute_up_s=E network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L
 #   (T checked steps: 7 (5 with SPCD_E2E_LB_AGENT_STEPS=0), plus one per control container, plus the compute-set upgrade, plus the RabbitMQ outage, plus a dockerd restart with live-restore on (none with SPCD_E2E_DOCKERD_STEPS=0) and one with it off (none with SPCD_E2E_DOCKERD_OFF=0); N = 2 T)
 # The Open vSwitch line (test/e2e/openstack-ovs-steps.ts):
-#   network=ovs ovs_vms_survived=K/N census_mismatches=M shipped_set=1 network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L ovsdb_upgrade_lost=D vswitchd_upgrade_lost=V vswitchd_window_ms=W lost_elsewhere=0
+#   network=ovs ovs_vms_survived=K/N census_mismatches=M shipped_set=1 network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L ovsdb_upgrade_lost=D vswitchd_upgrade_lost=V vswitchd_window_ms=W vswitchd_restart_ms=R lost_elsewhere=0
 #   (T = 7 + the control containers restarted: neutron_server, the DHCP agent and RabbitMQ, every one with
 #   SPCD_E2E_OVS_CONTROL=all; this script sets SPCD_E2E_STEPS=full, the CI lane runs 3 steps: test/e2e/openstack-lanes.ts)
 # The adoption line (test/e2e/openstack-adopt-steps.ts):

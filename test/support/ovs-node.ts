@@ -257,6 +257,18 @@ export async function startOvsLine(vswitchd: string, what: string): Promise<Reco
   );
 }
 
+/**
+ * vswitchd's own restart in its last upgrade, from its start script's log
+ * (templates/openvswitch/start-ovs.j2): the old one's exit after its flows
+ * were saved, plus the new one's start until it forwards.
+ */
+export async function vswitchdRestartMs(vswitchd: string): Promise<number> {
+  const saved = await startOvsLine(vswitchd, 'saved');
+  const stopped = await startOvsLine(vswitchd, 'stopped');
+  const started = await startOvsLine(vswitchd, 'forwarding');
+  return stopped.ms! - saved.ms! + started.ms!;
+}
+
 /** Removes the test's named volumes (after its containers). */
 export async function removeVolumes(names: readonly string[]): Promise<void> {
   for (const n of names)
