@@ -11,7 +11,7 @@
 # package` builds the xz one and runs it). Each is reused while the checkout
 # is unchanged (build-deb.sh), so a warm run is the test alone.
 #
-# Last line: installed=1 upgraded_restarts=0 removed_left_running=N purged=1 daemonset_pod_ready=...
+# Last line: installed=1 upgraded_restarts=0 removed_left_running=N purged=1 daemonset_pod_ready=... inflight_finished_by=drain killed_finished_by=journal
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CACHE="${SPCD_PACKAGE_CACHE:-$PWD/.cache/package}"

@@ -27,7 +27,9 @@ import {
  * overrides (demo-host.ts), runs; the newer build is unpacked, an upgrade of
  * demo_ovs_agent is started, and the package is configured while it is in
  * flight: spcd is restarted by the package, the upgrade finishes, no other
- * container restarts; `dpkg -r` stops spcd and leaves the containers running;
+ * container restarts; the package unpacked again and spcd SIGKILLed while an
+ * upgrade's new generation is in its gate: the restarted spcd's journal rolls
+ * it forward (the same instance committed); `dpkg -r` stops spcd and leaves the containers running;
  * `dpkg -P` removes spcd's state and config, the containers still run.
  *
  * The two packages come from the environment (test/e2e/run-install-e2e.sh
@@ -127,7 +129,7 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
       `installed=${result.installed ?? 0} upgraded_restarts=${result.upgraded_restarts ?? '?'} ` +
       `removed_left_running=${result.removed_left_running ?? 0} purged=${result.purged ?? 0} ` +
       `daemonset_pod_ready=${result.daemonset_pod_ready ?? 'not-run'} ` +
-      `inflight_finished_by=${result.inflight_finished_by ?? '?'}`;
+      `inflight_finished_by=${result.inflight_finished_by ?? '?'} killed_finished_by=${result.killed_finished_by ?? '?'}`;
     if (process.env.SPCD_INSTALL_RESULT) writeFileSync(process.env.SPCD_INSTALL_RESULT, `${line}\n`);
     process.stdout.write(`${line}\n`);
   });
@@ -246,6 +248,53 @@ describe.skipIf(!OLD || !NEXT)('the Debian package under systemd (install, upgra
     expect(log.some((l) => String(l.msg).startsWith('shutdown deadline passed'))).toBe(false);
     expect(Number(after.get(UPGRADED)?.generation)).toBe(fromGeneration + 1);
     expect(await spcctl(`generations ${UPGRADED}`)).toMatch(/current\s+spcd-demo\/service:2/);
+  });
+
+  it("spcd killed in a container upgrade's gate during a package upgrade: the new spcd's journal rolls it forward", async () => {
+    const before = await snapshot();
+    const fromGeneration = Number(before.get(UPGRADED)?.generation);
+    // The package unpacked again (a reinstall of the newer build), then spcd
+    // dies while the upgrade's new generation is in its gate (GATE_SECONDS):
+    // no drain. systemd starts it again (Restart=always) on the unpacked
+    // files, and its journal recovery resolves the interrupted upgrade.
+    await inBox(`dpkg --unpack /debs/next/${basename(NEXT!)} 2>&1`, 300_000);
+    await spcctl(`upgrade ${UPGRADED} --image spcd-demo/service:1`);
+    const inGate = await waitFor(
+      'the new generation running, in its gate',
+      async () => {
+        const c = await inspect(UPGRADED);
+        const fresh = c?.State.Running && Number(c.Config.Labels['spcd.generation']) === fromGeneration + 1;
+        return fresh ? c : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    const killedPid = (await inBox('systemctl show spcd -p MainPID --value')).trim();
+    await inBox('systemctl kill --kill-who=main --signal=SIGKILL spcd');
+    await waitFor(
+      'spcd started again by systemd',
+      async () =>
+        (await active()) && (await inBox('systemctl show spcd -p MainPID --value')).trim() !== killedPid,
+      { timeoutMs: 120_000 },
+    );
+    await inBox('dpkg --configure spcd 2>&1', 300_000);
+    await waitFor('spcd active after the package', active, { timeoutMs: 120_000 });
+    await waitFor(
+      `${UPGRADED} committed on image 1`,
+      async () => /current\s+spcd-demo\/service:1/.test(await spcctl(`generations ${UPGRADED}`)),
+      { timeoutMs: 180_000 },
+    );
+    await waitFor('the demo set healthy under the new spcd', () => settled(2), { timeoutMs: 120_000 });
+    const after = await snapshot();
+    const recovery = (await unitLog()).filter((l) => l.msg === 'journal recovery done').at(-1);
+    process.stdout.write(`killed in the gate: journal recovery ${JSON.stringify(recovery ?? null)}\n`);
+    expect(recovery?.rolledForward).toEqual([UPGRADED]);
+    result.killed_finished_by = 'journal';
+    // The very instance the killed spcd started is the one committed: not restarted, not replaced.
+    expect(after.get(UPGRADED)?.id).toBe(inGate.Id);
+    expect(after.get(UPGRADED)?.startedAt).toBe(inGate.State.StartedAt);
+    expect(Number(after.get(UPGRADED)?.generation)).toBe(fromGeneration + 1);
+    const others = new Map([...before].filter(([n]) => n !== UPGRADED));
+    expect(restarted(others, after)).toEqual([]);
   });
 
   it('remove stops spcd only; purge removes its state and config; the containers keep running', async () => {
