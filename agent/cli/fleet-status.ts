@@ -104,6 +104,15 @@ export async function fleet(ctx: CommandContext): Promise<ExitCode> {
   return EXIT.OK;
 }
 
+/** The kubeconfig, or where to find one, refused before anything is sent: the operator's to fix (exit 2). */
+const REFUSED_BEFORE_SENDING = new Set([
+  'KUBECONFIG_INSECURE',
+  'SETTINGS_INVALID',
+  'UNTRUSTED_PATH',
+  'SECRETS_INSECURE',
+  'SPEC_IO',
+]);
+
 /** --kube-insecure, else SPCD_KUBE_INSECURE, as spcd reads it; a bad value exits 2. */
 function kubeInsecure(v: FlagValues, env: NodeJS.ProcessEnv): boolean {
   const raw = flagOrEnv(v, env, KUBE_FLAGS)('kube-insecure');
@@ -140,8 +149,7 @@ async function readKubeFleet(
     const msg = (err as Error).message;
     if (code === 'KUBE_UNAVAILABLE')
       throw new CliError(`the Kubernetes API does not answer: ${msg}`, EXIT.UNREACHABLE);
-    // refused before anything is sent: the kubeconfig (or where to find one) is the operator's to fix
-    if (code === 'KUBECONFIG_INSECURE' || code === 'SETTINGS_INVALID')
+    if (code !== undefined && REFUSED_BEFORE_SENDING.has(code))
       throw new CliError(`${msg} (${code})`, EXIT.USAGE);
     throw new CliError(msg, EXIT.FAILED);
   }

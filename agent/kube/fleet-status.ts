@@ -7,7 +7,7 @@
 import { isSpcdError } from '../errors.js';
 import { fleetView, type FleetStatus } from '../rollout/fleet-view.js';
 import { KubeClient } from './client.js';
-import { checkKubeTransport, loadKubeConfig } from './kubeconfig.js';
+import { assertTrustedKubeconfig, checkKubeTransport, loadKubeConfig } from './kubeconfig.js';
 import { parseDesired } from './desired-watcher.js';
 import { SLOT_LABEL } from './fleet-slots.js';
 import { fromMicroTime } from './lease-time.js';
@@ -31,6 +31,7 @@ export async function readFleetStatus(opts: {
   readonly warn?: (line: string) => void;
 }): Promise<FleetStatus> {
   const loaded = loadKubeConfig(opts.kubeconfig, opts.env ?? process.env);
+  await assertTrustedKubeconfig(loaded, 'spcctl');
   const warning = checkKubeTransport(loaded, opts.insecure === true, 'spcctl');
   if (warning) opts.warn?.(`warning: ${warning}`);
   const kc = loaded.kc;

@@ -3,7 +3,7 @@ import type { Clock } from '../model/clock.js';
 import type { SpcdEvent } from '../model/events.js';
 import type { SetStatus } from '../api/types.js';
 import { KubeClient } from './client.js';
-import { checkKubeTransport, loadKubeConfig } from './kubeconfig.js';
+import { assertTrustedKubeconfig, checkKubeTransport, loadKubeConfig } from './kubeconfig.js';
 import { EventRecorder, kubeEventFor } from './event-recorder.js';
 import { conditionFor, NodeReporter, reportFromSets } from './node-reporter.js';
 import { RolloutRunner, type RolloutActions } from '../rollout/runner.js';
@@ -38,6 +38,7 @@ export interface KubeIntegrationDeps {
 export async function startKube(deps: KubeIntegrationDeps): Promise<{ stop(): Promise<void> }> {
   const { clock, log, nodeName, namespace } = deps;
   const loaded = loadKubeConfig(deps.kubeconfig, 'in-cluster');
+  await assertTrustedKubeconfig(loaded, 'spcd');
   const warning = checkKubeTransport(loaded, deps.insecure, 'spcd'); // KUBECONFIG_INSECURE: nothing is sent
   if (warning) log.warn({ code: 'KUBECONFIG_INSECURE', kubeconfig: loaded.file ?? null }, warning);
   const api = new KubeClient(loaded.kc);

@@ -12,6 +12,7 @@ import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { SpcdError } from '../errors.js';
+import { assertTrusted } from '../spec/trusted-paths.js';
 
 /** The service account token a pod is given (client-node's in-cluster config reads it). */
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -64,6 +65,23 @@ export function loadKubeConfig(
     `no kubeconfig: pass --kubeconfig FILE, set KUBECONFIG, or create ${home}`,
     { flag: 'kubeconfig' },
   );
+}
+
+/**
+ * Each kubeconfig file read (none in a pod) holds the credentials and names
+ * the API server whose answers choose the images: it is held to the rules of
+ * a secret before anything is sent (docs/explanation/security.md, "Trusted
+ * paths"): owned by root or by `reader`'s own user, mode 0600 or stricter, in
+ * folders only they can write. A file anyone else could write would let them
+ * point spcd at their own API server. SECRETS_INSECURE or UNTRUSTED_PATH
+ * name the file.
+ */
+export async function assertTrustedKubeconfig(
+  loaded: LoadedKubeConfig,
+  reader: 'spcd' | 'spcctl',
+): Promise<void> {
+  if (loaded.file === undefined) return;
+  for (const f of loaded.file.split(delimiter)) await assertTrusted(f, 'kubeconfig', 'secret', { reader });
 }
 
 /** What is wrong with the road to this server, or undefined when it is https:// with the certificate checked. */

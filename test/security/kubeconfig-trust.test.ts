@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +22,8 @@ import { waitFor } from '../support/wait.js';
  * unless --kube-insecure (or SPCD_KUBE_INSECURE) allows it, and then say so
  * once. A loopback listener counts the connections made to a refused server;
  * in-test API servers (http://, and https:// with a test CA) serve the
- * allowed ones.
+ * allowed ones. The file itself holds the token and names the server: one
+ * that others may read or write is refused as a secret would be.
  */
 const NS = 'spcd-system';
 let dir: string;
@@ -135,6 +136,20 @@ describe('spcctl fleet status refuses an insecure kubeconfig', () => {
     expect(e.err).toMatch(/^spcctl: warning: --kube-insecure: .*is plain http:\/\//);
   });
 
+  it('refuses a kubeconfig others may read or write: its token, and whom spcctl believes', async () => {
+    const file = kubeconfig('readable', `https://${deadUrl}`, `    certificate-authority: ${caFile}`);
+    chmodSync(file, 0o644);
+    const r = await spcctl(file);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(
+      new RegExp(
+        `^spcctl: kubeconfig ${file} has mode 0644: it must be readable and writable by its owner only \\(chmod 0600\\)`,
+      ),
+    );
+    expect(r.err).toMatch(/\(SECRETS_INSECURE\)\n$/);
+    expect(r.connected).toBe(0);
+  });
+
   it('reads an https:// cluster whose certificate it checks, without a word', async () => {
     const good = kubeconfig('tls-ca', tls.url, `    certificate-authority: ${caFile}`);
     const r = await spcctl(good);
@@ -188,6 +203,18 @@ describe("spcd's Kubernetes integration refuses an insecure kubeconfig", () => {
         server,
       });
     }
+    expect(connections).toBe(0);
+  });
+
+  it('does not start from a kubeconfig another user could rewrite (SECRETS_INSECURE), and sends nothing', async () => {
+    const file = kubeconfig('d-writable', `https://${deadUrl}`, `    certificate-authority: ${caFile}`);
+    chmodSync(file, 0o666);
+    const err = await startKube(kubeDeps(file, false).deps).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((err as SpcdError).code).toBe('SECRETS_INSECURE');
+    expect((err as SpcdError).message).toContain(`kubeconfig ${file} has mode 0666`);
     expect(connections).toBe(0);
   });
 
