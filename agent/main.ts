@@ -17,6 +17,9 @@ import { SdNotify } from './host/sdnotify.js';
 import { StateDirLock } from './state/lock.js';
 import { loadImagePolicyFile } from './spec/image-policy.js';
 
+/** Start-up beside a recovery's gate: adoption, the first preflight, the first pass. */
+const START_MARGIN_MS = 60_000;
+
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let settings;
   let imagePolicy;
@@ -81,6 +84,10 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     void daemon.actions.reload().catch(() => undefined);
   });
 
+  // Start-up may gate an upgrade that a killed spcd left started (journal
+  // recovery rolls it forward: docs/decisions/0060-recovery-rolls-forward.md),
+  // which takes up to the gate deadline: systemd's start timeout covers it.
+  notify.extendTimeout(cfg.gateDeadlineMs + START_MARGIN_MS);
   const outcome = await components.start();
   if (outcome.kind === 'failed') {
     const why = describeStartupError(outcome.error);

@@ -62,6 +62,14 @@ export class SdNotify {
     });
   }
 
+  /**
+   * EXTEND_TIMEOUT_USEC: the current start (or stop) may take `ms` more from
+   * now before systemd gives up on it (its Timeout{Start,Stop}Sec= otherwise).
+   */
+  extendTimeout(ms: number): void {
+    this.send([`EXTEND_TIMEOUT_USEC=${Math.round(ms * 1000)}`]);
+  }
+
   /** STOPPING=1: shutdown has begun. */
   stopping(): void {
     this.send(['STOPPING=1']);

@@ -42,7 +42,7 @@ describe('SdNotify', () => {
   });
 
   it.skipIf(!canReceiveNotify)(
-    'sends READY, STATUS, WATCHDOG and STOPPING datagrams to a path socket, credited to spcd',
+    'sends READY, STATUS, WATCHDOG, STOPPING and EXTEND_TIMEOUT_USEC datagrams to a path socket, credited to spcd',
     async () => {
       const path = join(mkdtempSync(join(tmpdir(), 'spcd-notify-')), 'notify.sock');
       const rx = await receiver(path);
@@ -51,17 +51,19 @@ describe('SdNotify', () => {
       n.status('reconciling');
       n.watchdog();
       n.stopping();
+      n.extendTimeout(180_000);
       await n.flush();
       // each message is followed by BARRIER=1: systemd-notify waited until it was taken
-      await rx.until(8);
+      await rx.until(10);
       const texts = rx.messages.map((m) => m.data).filter((t) => t !== 'BARRIER=1');
-      expect(rx.messages.filter((m) => m.data === 'BARRIER=1')).toHaveLength(4);
+      expect(rx.messages.filter((m) => m.data === 'BARRIER=1')).toHaveLength(5);
       expect(texts[0]).toContain('READY=1');
       expect(texts[0]).toContain('STATUS=adopted 2 sets');
       expect(texts[0]).toContain(`MAINPID=${process.pid}`);
       expect(texts[1]).toContain('STATUS=reconciling');
       expect(texts[2]).toContain('WATCHDOG=1');
       expect(texts[3]).toContain('STOPPING=1');
+      expect(texts[4]).toContain('EXTEND_TIMEOUT_USEC=180000000');
       expect(n.failures).toBe(0);
       // As root, systemd-notify sends with the PID of spcd, not its own.
       if (process.getuid?.() === 0)
