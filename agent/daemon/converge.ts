@@ -74,7 +74,7 @@ export class Converge implements Component {
       );
       reconciler.keepRunning({ reason: e.message, derive: (observed) => this.d.kept(observed) });
     }
-    await reconciler.start(desired);
+    await reconciler.start(desired, e ? undefined : () => this.d.computeDesired());
   }
 
   /** Makes a start waiting on the engine give up. */

@@ -78,6 +78,14 @@ export async function undo(deps: ExecutorDeps, entry: JournalEntry, reason: stri
   await journal.clear(name);
 }
 
+/** An operator's change committed: its spec pinned over the definitions, or an earlier pin dropped. */
+async function commitPin(deps: ExecutorDeps, entry: JournalEntry): Promise<void> {
+  if (entry.pin === undefined) return;
+  if (entry.pin === 'clear') return deps.state.setPin(entry.container, undefined);
+  const spec = deps.state.generation(entry.container, entry.toGeneration)?.spec;
+  if (spec) await deps.state.setPin(entry.container, { spec, definitionHash: entry.pin.definitionHash });
+}
+
 /**
  * Completes a transaction whose new generation passed its gate. The old
  * instance is removed only when the new one exists: never the last one.
@@ -93,6 +101,7 @@ export async function finish(deps: ExecutorDeps, entry: JournalEntry): Promise<v
     );
   }
   await state.commit(entry.container, entry.toGeneration);
+  await commitPin(deps, entry);
   if (entry.oldId) await engine.remove(entry.oldId);
   if (fresh.name !== entry.container) await engine.rename(fresh.id, entry.container);
   await journal.clear(entry.container);

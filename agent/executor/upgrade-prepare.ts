@@ -58,6 +58,7 @@ export async function prepare(tx: Txn): Promise<Prepared> {
     stagingName: stagingName(name, N),
     parkedName: old ? parkedName(name, old.identity.generation) : '',
     startedAt: new Date(deps.clock.now()).toISOString(),
+    ...(req.pin !== undefined ? { pin: req.pin } : {}),
   };
   // Bootstrap tasks (db sync...) run before anything is stopped; a failure touches nothing running.
   try {

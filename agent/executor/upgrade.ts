@@ -1,3 +1,4 @@
+import type { JournalEntry } from '../state/journal.js';
 import { toSpcdError } from '../errors.js';
 import { upgradeOutcomeOf, type UpgradeOutcome } from '../model/events.js';
 import type { ObservedContainer } from '../model/observed.js';
@@ -24,6 +25,8 @@ export interface UpgradeRequest {
   readonly force?: boolean;
   readonly reason: string;
   readonly signal?: AbortSignal;
+  /** An operator's change: what its commit does to the pin (JournalEntry.pin). */
+  readonly pin?: JournalEntry['pin'];
 }
 
 export interface UpgradeWindow {

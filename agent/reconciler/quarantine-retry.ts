@@ -37,7 +37,8 @@ export class QuarantineRetry {
   constructor(private readonly deps: QuarantineRetryDeps) {}
 
   /** Before the first pass, entry by entry: one that cannot be finished or undone is quarantined, the others go on. */
-  async recoverAtStart(): Promise<void> {
+  /** Journal recovery at start-up; resolves with how many upgrades it committed (rolled forward or finished). */
+  async recoverAtStart(): Promise<number> {
     const rec = await recoverJournal(this.deps.exec);
     for (const q of rec.quarantined) this.deps.book.add(q);
     if (rec.undone.length || rec.rolledForward.length || rec.finished.length || rec.quarantined.length)
@@ -50,6 +51,7 @@ export class QuarantineRetry {
         },
         'journal recovery done',
       );
+    return rec.rolledForward.length + rec.finished.length;
   }
 
   /** Every quarantined container once; resolves with those still quarantined. */

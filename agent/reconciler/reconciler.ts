@@ -37,6 +37,7 @@ export { isUpgrade, type LockingOperation, type OperationKind } from './locks.js
 export class Reconciler {
   private lifecycle: Lifecycle = 'new';
   private desired: DesiredContainer[] = [];
+  private refresh: (() => Promise<DesiredContainer[]>) | undefined; // start()'s
   private observed: ObservedContainer[] = [];
   private unsubscribeHealth: (() => void) | undefined;
   private stopping: Promise<void> | undefined;
@@ -140,8 +141,13 @@ export class Reconciler {
     return this.lifecycle;
   }
 
-  /** Recovers interrupted upgrades, adopts what runs, and converges once. */
-  async start(desired: DesiredContainer[]): Promise<void> {
+  /**
+   * Recovers interrupted upgrades, adopts what runs, and converges once.
+   * `refresh` gives the desired containers again (pins applied) after a
+   * recovery that committed an upgrade: an operator's change committed by
+   * recovery is pinned then, and the list computed before would undo it.
+   */
+  async start(desired: DesiredContainer[], refresh?: () => Promise<DesiredContainer[]>): Promise<void> {
     if (this.lifecycle !== 'new')
       throw new SpcdError('INTERNAL', `reconciler cannot start from ${this.lifecycle}`);
     this.lifecycle = 'starting';
@@ -155,7 +161,8 @@ export class Reconciler {
     });
     await this.watch.waitAvailable();
     await prepareStart(this.deps.exec, desired);
-    await this.retries.recoverAtStart();
+    this.refresh = refresh;
+    if ((await this.retries.recoverAtStart()) > 0 && refresh) this.desired = await refresh();
     if (this.lifecycle !== 'starting') throw new SpcdError('SHUTTING_DOWN', 'stopped while starting');
     this.watch.subscribe();
     this.lifecycle = 'running';
@@ -302,7 +309,9 @@ export class Reconciler {
    * removed, or whose entry now finishes or undoes, leaves quarantine. Returns those still quarantined.
    */
   async retryQuarantined(): Promise<string[]> {
+    const had = this.quarantine.names().length;
     const left = await this.retries.all();
+    if (left.length < had && this.refresh) this.desired = await this.refresh(); // as at start()
     this.trigger();
     return left;
   }

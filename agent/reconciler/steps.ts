@@ -122,10 +122,9 @@ export const EXECUTORS: Executors = {
       ...(intent.from !== undefined ? { from: intent.from } : {}),
       force: intent.force,
       reason: s.reason,
+      // Pinned at the commit so that the definitions do not undo it (until they change on disk).
+      pin: specHash(spec) === intent.definitionHash ? 'clear' : { definitionHash: intent.definitionHash },
     });
-    // Pinned so that the definitions do not undo it (until they change on disk).
-    const same = specHash(spec) === intent.definitionHash;
-    await exec.state.setPin(spec.name, same ? undefined : { spec, definitionHash: intent.definitionHash });
     pinned(spec);
     return { ...result };
   },

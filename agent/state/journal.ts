@@ -42,6 +42,14 @@ export interface JournalEntry {
    * it that did not end. The reason, for the log and the generation's record.
    */
   readonly mustUndo?: string;
+  /**
+   * An operator's change: at commit, whoever commits (the transaction or a
+   * recovery), the generation's spec is pinned over the definitions (their
+   * hash when it was asked for), or, `'clear'`, an earlier pin dropped (the
+   * change matches the definitions). With the commit, so that a recovery
+   * that rolls the change forward keeps it.
+   */
+  readonly pin?: { readonly definitionHash: string } | 'clear';
 }
 
 /**

@@ -24,6 +24,8 @@ export interface Left {
   readonly newIdJournaled: boolean;
   /** The state already records the new generation as current (committing: killed after state.commit). */
   readonly committed?: boolean;
+  /** The entry is an operator's change: what its commit does to the pin. */
+  readonly pin?: JournalEntry['pin'];
 }
 
 /**
@@ -86,6 +88,7 @@ export async function killedIn(
     parkedName,
     step: left.step,
     startedAt: new Date(p.clock.now()).toISOString(),
+    ...(left.pin !== undefined ? { pin: left.pin } : {}),
   };
   await journal.write(entry);
   p.engine.processKilled();

@@ -209,3 +209,42 @@ describe('a hypervisor', () => {
     expect(next.engine.stopGraces.slice(stops)).toEqual([{ id: newId, graceMs: 30_000 }]);
   });
 });
+
+describe("an operator's change committed by recovery keeps its pin", () => {
+  const pin = { definitionHash: 'defs-at-the-request' };
+
+  it('rolled forward: the generation it committed is pinned over the definitions', async () => {
+    const next = await dead({ ...startedIn('gating'), pin });
+    expect((await recoverJournal(next.deps)).rolledForward).toEqual(['svc']);
+    expect(next.deps.state.record('svc')?.pin).toEqual({
+      spec: WITH_CHECKS.next,
+      definitionHash: pin.definitionHash,
+    });
+  });
+
+  it("'clear': a change that matches the definitions drops an earlier pin at its commit", async () => {
+    const next = await dead({ ...startedIn('gating'), pin: 'clear' });
+    await next.deps.state.setPin('svc', { spec: WITH_CHECKS.old, definitionHash: 'older' });
+    expect((await recoverJournal(next.deps)).rolledForward).toEqual(['svc']);
+    expect(next.deps.state.record('svc')?.pin).toBeUndefined();
+  });
+
+  it('undone: the pin is what it was before the change', async () => {
+    const next = await dead({ ...startedIn('gating'), pin });
+    const earlier = { spec: WITH_CHECKS.old, definitionHash: 'older' };
+    await next.deps.state.setPin('svc', earlier);
+    const newId = next.engine.byName('svc')!.id;
+    next.health.verdict = (_n, id) => (id === newId ? gateFails : undefined);
+    expect((await recoverJournal(next.deps)).undone).toEqual(['svc']);
+    expect(next.deps.state.record('svc')?.pin).toEqual(earlier);
+  });
+
+  it('the transaction itself pins at its commit, not after it', async () => {
+    const p = await FakeProcess.create();
+    procs.push(p);
+    const current = await p.first(OLD);
+    p.engine.addImage(NEXT.image);
+    await upgradeContainer(p.deps, { ...upgradeTo(current), pin });
+    expect(p.deps.state.record('svc')?.pin).toEqual({ spec: NEXT, definitionHash: pin.definitionHash });
+  });
+});
