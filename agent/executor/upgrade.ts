@@ -1,7 +1,7 @@
-import type { JournalEntry } from '../state/journal.js';
 import { toSpcdError } from '../errors.js';
 import { upgradeOutcomeOf, type UpgradeOutcome } from '../model/events.js';
 import type { ObservedContainer } from '../model/observed.js';
+import type { JournalEntry } from '../state/journal.js';
 import type { ContainerSpec } from '../model/spec.js';
 import type { ExecutorDeps } from './ports.js';
 import type { PullPolicy } from './image.js';

@@ -18,8 +18,12 @@ export interface QuarantineRetryDeps {
   readonly log: Logger;
   readonly locked: (name: string) => boolean;
   readonly runExclusive: <T>(name: string, op: LockingOperation, fn: () => Promise<T>) => Promise<T>;
-  /** The container left quarantine: its ledger forgets the error. */
-  readonly cleared: (name: string) => void;
+  /**
+   * The container leaves quarantine: its ledger forgets the error, and the
+   * desired containers are taken again (a change the retry committed may
+   * have moved a pin) before it is planned again.
+   */
+  readonly cleared: (name: string) => Promise<void>;
 }
 
 /**
@@ -36,8 +40,11 @@ export class QuarantineRetry {
 
   constructor(private readonly deps: QuarantineRetryDeps) {}
 
-  /** Before the first pass, entry by entry: one that cannot be finished or undone is quarantined, the others go on. */
-  /** Journal recovery at start-up; resolves with how many upgrades it committed (rolled forward or finished). */
+  /**
+   * Before the first pass, entry by entry: one that cannot be finished or
+   * undone is quarantined, the others go on. Resolves with how many upgrades
+   * it committed (rolled forward or finished).
+   */
   async recoverAtStart(): Promise<number> {
     const rec = await recoverJournal(this.deps.exec);
     for (const q of rec.quarantined) this.deps.book.add(q);
@@ -99,7 +106,7 @@ export class QuarantineRetry {
         .catch((err: unknown) => toSpcdError(err));
       if (r === 'cleared') {
         this.due.delete(name);
-        this.deps.cleared(name);
+        await this.deps.cleared(name);
         this.deps.book.clear(name, 'journal entry resolved or removed; supervised again');
       } else if (!(r instanceof SpcdError)) this.deps.book.add(r);
       else this.deps.log.warn({ container: name, err: r.message, code: r.code }, 'quarantine retry failed');

@@ -74,7 +74,10 @@ export class Reconciler {
       book: this.quarantine,
       locked: (name) => this.locks.lockedBy(name) !== null,
       runExclusive: (name, op, fn) => this.exclusive.run(name, op, fn),
-      cleared: (name) => this.ledger.errorCleared(name),
+      cleared: async (name) => {
+        this.ledger.errorCleared(name);
+        if (this.refresh) this.desired = await this.refresh();
+      },
     });
     this.watch = new EngineWatch({
       ...deps,
@@ -142,10 +145,8 @@ export class Reconciler {
   }
 
   /**
-   * Recovers interrupted upgrades, adopts what runs, and converges once.
-   * `refresh` gives the desired containers again (pins applied) after a
-   * recovery that committed an upgrade: an operator's change committed by
-   * recovery is pinned then, and the list computed before would undo it.
+   * Recovers interrupted upgrades, adopts what runs, and converges once. `refresh` gives the desired
+   * containers again (pins applied) after a recovery that committed a change: its pin moved.
    */
   async start(desired: DesiredContainer[], refresh?: () => Promise<DesiredContainer[]>): Promise<void> {
     if (this.lifecycle !== 'new')
@@ -309,9 +310,7 @@ export class Reconciler {
    * removed, or whose entry now finishes or undoes, leaves quarantine. Returns those still quarantined.
    */
   async retryQuarantined(): Promise<string[]> {
-    const had = this.quarantine.names().length;
     const left = await this.retries.all();
-    if (left.length < had && this.refresh) this.desired = await this.refresh(); // as at start()
     this.trigger();
     return left;
   }
