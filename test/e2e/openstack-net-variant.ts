@@ -15,7 +15,14 @@ import type { OpenStack } from './openstack-client.js';
 import { ConsoleWatch, volumeDir } from './openstack-e2e-harness.js';
 import { NET_CIDR, PHYSNET, type HostNet } from './openstack-network.js';
 import { NetnsPing } from './openstack-ns-ping.js';
-import { DHCP_POOL, VM_IPS, waitPinging, type PingReport, type PingSource } from './openstack-ping.js';
+import {
+  DHCP_POOL,
+  VM_IPS,
+  waitPinging,
+  waitReplyAfter,
+  type PingReport,
+  type PingSource,
+} from './openstack-ping.js';
 import { consoleLog, runStep, waitQemu, type Acted, type StepResult, type Vm } from './openstack-steps.js';
 import { bootActive, deleteNetwork, networkCheck, networkSettled, type L2View } from './openstack-vm-net.js';
 import type { PingWindow } from './ping-log.js';
@@ -36,6 +43,9 @@ export interface RunParts {
   /** Every Neutron port the run saw: their devices are removed at the end. */
   readonly portIds: Set<string>;
 }
+
+/** How long after a step the guests and the namespace may wait for their next reply. */
+const TRAFFIC_BACK_MS = 60_000;
 
 export type VariantName = 'lb' | 'ovs' | 'adopt';
 
@@ -187,9 +197,29 @@ export class NetVariant {
     r.failures.push(...net.failures.map((f) => `network: ${f}`));
     if (!net.failures.length) this.networkOk++;
     console.log(`${label} network: ok_after_s=${net.afterS.toFixed(1)} ${net.line}`);
+    r.failures.push(...(await this.trafficBack(label)));
     this.windows.push({ name: label, from, to: Date.now() / 1000 });
     this.results.push(r);
     return r;
+  }
+
+  /**
+   * Waits until every direction (guests and namespace) has a reply stamped
+   * after now, so the step's window closes only once traffic flows again:
+   * losses are placed between the replies around them, and a window closed
+   * while forwarding was still down (ports ACTIVE, vswitchd not yet
+   * forwarding) put the end of the outage outside every step.
+   */
+  private async trafficBack(label: string): Promise<string[]> {
+    const t = Date.now() / 1000;
+    try {
+      await waitReplyAfter(this.pingSources(), t, TRAFFIC_BACK_MS);
+      await this.nsPing?.waitReplyAfter(t, TRAFFIC_BACK_MS);
+      console.log(`${label} traffic: back_after_s=${(Date.now() / 1000 - t).toFixed(1)}`);
+      return [];
+    } catch (e) {
+      return [`traffic: ${(e as Error).message}`];
+    }
   }
 
   private removed = false;
