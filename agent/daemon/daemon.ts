@@ -180,7 +180,7 @@ function buildCore(settings: Settings, log: Logger, opts: BuildOptions): Core {
     health: healthSync,
     preparer: new MountPreparer(settings.healthchecksDir, config),
     vms: new ProcVmProbe(),
-    units: new SystemctlUnitProbe(),
+    units: new SystemctlUnitProbe(settings.systemctl),
     exits: new CgroupExitWatch(clock),
     events,
     log: log.child({ room: 'executor' }),

@@ -23,6 +23,8 @@ export interface Settings {
   readonly registryAuthFile: string | undefined;
   /** The node's image policy file (docs/explanation/security.md#image-policy); undefined: every image allowed. */
   readonly imagePolicyFile: string | undefined;
+  /** The command that asks the host's systemd about kolla-ansible's units (--systemctl), as words. */
+  readonly systemctl: readonly string[];
   readonly adminGroup: string | undefined;
   /** The read-only API socket, or undefined when turned off (`--readonly-socket off`). */
   readonly readOnlySocketPath: string | undefined;
@@ -77,6 +79,11 @@ export const FLAGS: Record<string, FlagDef> = {
   'image-policy': {
     env: 'SPCD_IMAGE_POLICY',
     help: 'YAML file of the registries/repositories (and digests) this node runs (optional; none: any image)',
+  },
+  systemctl: {
+    env: 'SPCD_SYSTEMCTL',
+    help: "command (words split on spaces) that asks the host's systemd about kolla-ansible's units before an adoption; in a pod: nsenter --target 1 --mount -- systemctl",
+    def: 'systemctl',
   },
   'admin-group': { env: 'SPCD_ADMIN_GROUP', help: 'group that may use the API socket (optional)' },
   'readonly-socket': {
@@ -162,6 +169,13 @@ function readOnlySocket(value: string | undefined, socketPath: string): string |
   return resolve(path);
 }
 
+/** A command flag's words (split on spaces); SETTINGS_INVALID naming the flag when there are none. */
+function commandWords(flag: string, value: string): string[] {
+  const words = value.split(/\s+/).filter((w) => w !== '');
+  if (words.length === 0) throw new SpcdError('SETTINGS_INVALID', `--${flag} must name a command`, { flag });
+  return words;
+}
+
 /** Where the repository's shipped folders are, for defaults that point into it. */
 export function repoRoot(): string {
   return resolve(new URL('.', import.meta.url).pathname, '..', '..');
@@ -196,6 +210,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     configRoot: path('config-root', false) ?? resolve(stateDir, 'config'),
     registryAuthFile: path('registry-auth', false),
     imagePolicyFile: path('image-policy', false),
+    systemctl: commandWords('systemctl', get('systemctl') ?? 'systemctl'),
     adminGroup: get('admin-group'),
     readOnlySocketPath,
     readOnlyGroup: get('readonly-group'),

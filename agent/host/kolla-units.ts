@@ -57,23 +57,34 @@ export function unitHazard(unit: string, f: UnitFacts): string | undefined {
   return `${unit} is ${what}${acts ? ` (${acts})` : ''}: retire it first (docs/how-to/adopt.md)`;
 }
 
+/** The default command: this host's own systemctl. */
+const SYSTEMCTL = ['systemctl'] as const;
+
 /**
- * Asks this host's systemd about kolla-ansible's unit of a container. A
- * host whose PID 1 is not systemd (no /run/systemd/system) has no such
- * unit to fear.
+ * Asks the host's systemd about kolla-ansible's unit of a container, with
+ * `command` (--systemctl: the words before `show`). With the default, a
+ * host whose PID 1 is not systemd (no /run/systemd/system) has no such unit
+ * to fear. A command the operator named (spcd in a pod reaching the host's
+ * systemd through nsenter) is always asked: when it cannot answer, the
+ * adoption is refused rather than assumed safe.
  */
 export class SystemctlUnitProbe implements UnitProbe {
-  constructor(private readonly systemdDir = '/run/systemd/system') {}
+  constructor(
+    private readonly command: readonly string[] = SYSTEMCTL,
+    private readonly systemdDir = '/run/systemd/system',
+  ) {}
 
   async supervisor(name: string): Promise<string | undefined> {
-    if (!existsSync(this.systemdDir)) return undefined;
+    const own = this.command.length === 1 && this.command[0] === SYSTEMCTL[0];
+    if (own && !existsSync(this.systemdDir)) return undefined;
     const unit = kollaUnit(name);
+    const [file, ...words] = this.command as [string, ...string[]];
     const text = await new Promise<string>((resolve, reject) => {
       execFile(
-        'systemctl',
-        ['show', '-p', 'LoadState,ActiveState,UnitFileState,ExecStop,Restart', unit],
+        file,
+        [...words, 'show', '-p', 'LoadState,ActiveState,UnitFileState,ExecStop,Restart', unit],
         { timeout: SHOW_DEADLINE_MS, encoding: 'utf8' },
-        (err, stdout) => (err ? reject(err) : resolve(stdout)),
+        (err, stdout, stderr) => (err ? reject(new Error(stderr.trim() || err.message)) : resolve(stdout)),
       );
     }).catch((err: unknown) => `error=${err instanceof Error ? err.message : String(err)}`);
     if (text.startsWith('error=')) return `cannot ask systemd about ${unit}: ${text.slice(6)}`;

@@ -63,6 +63,7 @@ export function adoptSteps(e2e: OpenStackE2eRun): void {
       expect(f.restarts).toBe(0);
       expect(f.adopted).toBe(5);
       expect(f.unitsRetired).toBe(5);
+      expect(f.unitsRefused).toBe(5);
     }, 1_200_000);
     it('2: upgrade the adopted nova_libvirt', async () => {
       const image = await next('nova_libvirt');

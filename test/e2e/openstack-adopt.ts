@@ -17,7 +17,7 @@ import { docker } from '../support/docker.js';
 import { DOCKER, run } from '../support/kolla-box.js';
 import { waitFor } from '../support/wait.js';
 import type { OpenStackE2eRun } from './openstack-e2e-run.js';
-import { KOLLA_NAMES, started, type KollaComputeHost, type Started } from './openstack-kolla.js';
+import { KOLLA_NAMES, kollaUnit, started, type KollaComputeHost, type Started } from './openstack-kolla.js';
 import { OVS_COMPUTE_SET } from './openstack-ovs.js';
 import type { Acted } from './openstack-steps.js';
 
@@ -38,13 +38,21 @@ export interface AdoptFigures {
   adopted: number;
   restarts: number;
   unitsRetired: number;
+  /** Containers whose adoption spcd refused while their kolla-ansible unit was still active. */
+  unitsRefused: number;
   adoptS: number;
 }
 
 export class Adoption {
   /** Each container as kolla-ansible started it: adoption keeps all of it. */
   readonly before = new Map<string, Started>();
-  readonly figures: AdoptFigures = { adopted: 0, restarts: Number.NaN, unitsRetired: 0, adoptS: Number.NaN };
+  readonly figures: AdoptFigures = {
+    adopted: 0,
+    restarts: Number.NaN,
+    unitsRetired: 0,
+    unitsRefused: 0,
+    adoptS: Number.NaN,
+  };
   private hostOverrides: { containers?: Record<string, Entry>; values?: unknown } = {};
 
   constructor(
@@ -125,6 +133,24 @@ export class Adoption {
   }
 
   /** One `spcctl adopt apply NAME --wait`. */
+  /**
+   * The operator's word given too early: spcd must refuse each adoption
+   * while kolla-ansible's unit (asked through the box's systemd, the e2e's
+   * --systemctl) could still stop or restart the container, naming the
+   * unit. Returns how many it refused.
+   */
+  private async refusedWhileSupervised(): Promise<number> {
+    let refused = 0;
+    for (const name of KOLLA_NAMES) {
+      const r = await this.cli('adopt', 'apply', name, '--wait');
+      if (r.code === 0) throw new Error(`${name} adopted while its kolla-ansible unit was active`);
+      if (!r.err.includes('ADOPT_BLOCKED') || !r.err.includes(`${kollaUnit(name)} is active`))
+        throw new Error(`adopt apply ${name} refused, but not for its unit: ${r.err}`);
+      refused++;
+    }
+    return refused;
+  }
+
   private async apply(name: string): Promise<void> {
     const r = await this.cli('adopt', 'apply', name, '--wait');
     if (r.code !== 0) throw new Error(`adopt apply ${name}: ${r.err}${r.out}`);
@@ -164,6 +190,7 @@ export class Adoption {
     await this.planSaysAdopt();
     const reload = await this.cli('reload', '--wait');
     if (reload.code !== 0) throw new Error(`reload: ${reload.err}`);
+    this.figures.unitsRefused = await this.refusedWhileSupervised();
     this.figures.unitsRetired = await this.host.retire();
     const [db, vswitchd, agent, libvirt, compute] = KOLLA_NAMES as [string, string, string, string, string];
     await this.apply(db);
@@ -188,7 +215,7 @@ export class Adoption {
     return {
       stopAt: t0,
       libvirtStopped: false,
-      spcd: `adopted=${this.figures.adopted}/${KOLLA_NAMES.length} adopt_restarts=${restarts} units_retired=${this.figures.unitsRetired} adopt_s=${this.figures.adoptS.toFixed(1)}`,
+      spcd: `adopted=${this.figures.adopted}/${KOLLA_NAMES.length} adopt_restarts=${restarts} units_retired=${this.figures.unitsRetired} units_refused=${this.figures.unitsRefused} adopt_s=${this.figures.adoptS.toFixed(1)}`,
     };
   };
 

@@ -43,7 +43,8 @@ import {
 import { adoptSummaryLine, ovsSummaryLine, summaryLine, VSWITCHD_STEP } from './openstack-summary.js';
 import { Adoption } from './openstack-adopt.js';
 import { ADOPT_STEPS } from './openstack-adopt-steps.js';
-import { KOLLA_NAMES, KollaComputeHost } from './openstack-kolla.js';
+import { KOLLA_NAMES, KollaComputeHost, kollaBoxName } from './openstack-kolla.js';
+import { DOCKER } from '../support/kolla-box.js';
 import { computeUpSince, type Acted, type StepResult } from './openstack-steps.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance } from '../support/docker.js';
@@ -164,7 +165,9 @@ export class OpenStackE2eRun {
       '--secrets',
       join(this.sb!.root, 'secrets.yaml'),
     ];
-    const p = SpcdProcess.start(this.sb!, [...this.o.spcdArgs, ...host], env);
+    // The adoption variant's kolla-ansible host keeps its units in a box with systemd as PID 1.
+    const systemctl = { SPCD_SYSTEMCTL: `${DOCKER} exec ${kollaBoxName(this.sb!.instance)} systemctl` };
+    const p = SpcdProcess.start(this.sb!, [...this.o.spcdArgs, ...host], { ...systemctl, ...env });
     this.spcd = p;
     await p.readyOrExit(300_000);
     this.tap = await EventTap.open(this.sb!.socket);
@@ -372,6 +375,7 @@ export class OpenStackE2eRun {
       adopted: f?.adopted ?? 0,
       restarts: f?.restarts ?? Number.NaN,
       unitsRetired: f?.unitsRetired ?? 0,
+      unitsRefused: f?.unitsRefused ?? 0,
       adoptS: f?.adoptS ?? Number.NaN,
     });
   }

@@ -135,6 +135,8 @@ export const KOLLA_COMPUTE: readonly KollaComputeService[] = [
 
 export const KOLLA_NAMES = KOLLA_COMPUTE.map((s) => s.kolla);
 export const kollaUnit = (name: string): string => `kolla-${name}-container.service`;
+/** The box (systemd as PID 1) that is the kolla-ansible host of the run `instance`. */
+export const kollaBoxName = (instance: string): string => `spcd-${instance}-kolla`;
 
 /** What the engine says of a container: an adopted one keeps all of it. */
 export interface Started {
@@ -159,7 +161,7 @@ export class KollaComputeHost {
   /** @param root the run's host folder: /etc/kolla is ROOT/etc-kolla, bound into the box at the same path. */
   constructor(root: string, instance: string) {
     this.etcKolla = join(root, 'etc-kolla');
-    this.box = new KollaBox(`spcd-${instance}-kolla`, [`${root}:${root}`]);
+    this.box = new KollaBox(kollaBoxName(instance), [`${root}:${root}`]);
   }
 
   /** The host's /etc/kolla/<service>/: what spcd rendered for each container (CONFIG_ROOT/<name>/current). */

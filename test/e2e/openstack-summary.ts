@@ -148,6 +148,7 @@ export interface AdoptSummaryInput {
   /** Adopted containers whose id, StartedAt or RestartCount changed (0, or the variant fails). */
   readonly restarts: number;
   readonly unitsRetired: number;
+  readonly unitsRefused: number;
   readonly adoptS: number;
 }
 
@@ -161,7 +162,7 @@ export function adoptSummaryLine(s: AdoptSummaryInput): string {
   const census = s.results.reduce((n, r) => n + r.censusMismatches, 0);
   const p = s.ping;
   return (
-    `adopted=${s.adopted}/${s.containers} adopt_restarts=${s.restarts} units_retired=${s.unitsRetired} ` +
+    `adopted=${s.adopted}/${s.containers} adopt_restarts=${s.restarts} units_retired=${s.unitsRetired} units_refused=${s.unitsRefused} ` +
     `vm_ping_lost=${p ? p.lost : 'nan'} adopt_step_lost=${p ? (p.lossesByWindow[ADOPT_STEP] ?? 0) + (p.nsLossesByWindow[ADOPT_STEP] ?? 0) : 'nan'} openstack_vms_survived=${vmSteps}/${s.checked} nova_managed_after=${s.managed} ` +
     `adopt_s=${Number.isFinite(s.adoptS) ? s.adoptS.toFixed(1) : 'nan'} census_mismatches=${census} network_ok=${s.networkOk}/${s.steps} ` +
     `vm_ping_sent=${p ? p.sent : 0} max_ping_gap_ms=${p ? p.maxGapMs : 'nan'} ns_ping_sent=${p ? p.nsSent : 0} ns_ping_lost=${p ? p.nsLost : 'nan'}`

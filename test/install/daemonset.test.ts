@@ -193,6 +193,14 @@ describe.skipIf(!IMAGE)('the DaemonSet pod spec, run from the built image', () =
     result.ready = 1;
   });
 
+  it("reaches the host's systemctl with its --systemctl command (the host's PID 1, its mount namespace)", async () => {
+    const value = container.env.find((e) => e.name === 'SPCD_SYSTEMCTL')?.value;
+    expect(value, 'the pod spec sets SPCD_SYSTEMCTL').toMatch(/^nsenter /);
+    // the words spcd runs before `show`, here before `--version`: systemctl from the host's own files
+    const r = await run(DOCKER, ['exec', pod, ...value!.split(' '), '--version'], { timeout: 30_000 });
+    expect(r.stdout).toMatch(/^systemd \d+/);
+  });
+
   it('adopts its containers when the pod is replaced', async () => {
     const before = await inspect(svc);
     await run(DOCKER, ['rm', '-f', pod]);

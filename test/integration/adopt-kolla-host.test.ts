@@ -28,6 +28,9 @@ import {
  */
 kollaHostStand(true);
 
+/** spcd asks the box's systemd (the kolla-ansible host's PID 1) as it would ask its own host's. */
+const SYSTEMCTL_ENV = { SPCD_SYSTEMCTL: `${DOCKER} exec ${box} systemctl` };
+
 let spcd: SpcdProcess | undefined;
 afterAll(() => spcd?.stop(), 120_000);
 
@@ -69,7 +72,7 @@ describe('a host kolla-ansible built, adopted by spcd with no restart', () => {
 
   it('scans them into a set whose plan says adopt for each, and nothing else', async () => {
     writeSet(sb, 'empty.yaml', 'set: empty\ncontainers: {}\n');
-    spcd = SpcdProcess.start(sb);
+    spcd = SpcdProcess.start(sb, [], SYSTEMCTL_ENV);
     await spcd.ready(60_000);
     const only = SERVICES.map((s) => n(s.kolla)).join(',');
     const scan = await cli('adopt', 'scan', SET, '--only', only);
@@ -85,6 +88,20 @@ describe('a host kolla-ansible built, adopted by spcd with no restart', () => {
     expect(view.items.filter((i) => i.action !== 'adopt')).toEqual([]);
     const reload = await cli('reload', '--wait');
     expect(reload.code, reload.err + reload.out).toBe(0);
+  });
+
+  it("refuses to adopt while kolla-ansible's unit could stop or restart the container, naming the unit", async () => {
+    for (const s of SERVICES) {
+      const r = await cli('adopt', 'apply', n(s.kolla), '--wait');
+      expect(r.code, r.out).not.toBe(0);
+      expect(r.err).toContain('ADOPT_BLOCKED');
+      expect(r.err).toMatch(
+        new RegExp(
+          `kolla-${n(s.kolla)}-container\\.service is active and enabled \\(its ExecStop stops the container, Restart=[a-z-]+\\)`,
+        ),
+      );
+      expect(await running(n(s.kolla))).toEqual(before.get(s.kolla));
+    }
   });
 
   it("retires kolla-ansible's units with no container stopped: a drop-in first, then disable --now", async () => {
@@ -142,7 +159,7 @@ describe('a host kolla-ansible built, adopted by spcd with no restart', () => {
 
   it('keeps them after a SIGKILL of spcd and a new spcd, still without a restart', async () => {
     await spcd?.kill9();
-    spcd = SpcdProcess.start(sb);
+    spcd = SpcdProcess.start(sb, [], SYSTEMCTL_ENV);
     await spcd.ready(60_000);
     await waitFor(
       'the new spcd lists them',

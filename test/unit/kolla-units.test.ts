@@ -38,7 +38,33 @@ describe('kolla-ansible units', () => {
 
   it('finds no unit to fear on a host whose PID 1 is not systemd', async () => {
     expect(
-      await new SystemctlUnitProbe('/nonexistent/run/systemd/system').supervisor('nova_compute'),
+      await new SystemctlUnitProbe(['systemctl'], '/nonexistent/run/systemd/system').supervisor(
+        'nova_compute',
+      ),
     ).toBeUndefined();
+  });
+
+  // A named command (--systemctl) gets the words of `systemctl show` after its own: here sh
+  // stands in for nsenter, printing what systemd would, or failing as a host without it does.
+  const sh = (script: string): string[] => ['sh', '-c', script, 'sh'];
+
+  it('asks a named command even where this namespace has no /run/systemd/system', async () => {
+    const probe = new SystemctlUnitProbe(
+      sh(
+        `test "$1 $4" = "show kolla-nova_compute-container.service" || exit 3; printf '%s' '${KOLLA.replace(/'/g, '')}'`,
+      ),
+      '/nonexistent/run/systemd/system',
+    );
+    expect(await probe.supervisor('nova_compute')).toMatch(`${UNIT} is active and enabled`);
+  });
+
+  it("refuses when the named command cannot answer, with the command's own words", async () => {
+    const probe = new SystemctlUnitProbe(
+      sh('echo "System has not been booted with systemd as init system (PID 1)." >&2; exit 1'),
+      '/nonexistent/run/systemd/system',
+    );
+    expect(await probe.supervisor('nova_compute')).toBe(
+      `cannot ask systemd about ${UNIT}: System has not been booted with systemd as init system (PID 1).`,
+    );
   });
 });

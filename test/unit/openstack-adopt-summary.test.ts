@@ -49,13 +49,14 @@ const base = {
   adopted: 5,
   restarts: 0,
   unitsRetired: 5,
+  unitsRefused: 5,
   adoptS: 6.84,
 };
 
 describe('adoptSummaryLine', () => {
   it("puts the takeover's counts first and its own losses apart from the variant's", () => {
     expect(adoptSummaryLine({ ...base, ping: ping({ 'adopt-agent-upgrade': 9 }) })).toBe(
-      'adopted=5/5 adopt_restarts=0 units_retired=5 vm_ping_lost=9 adopt_step_lost=0 ' +
+      'adopted=5/5 adopt_restarts=0 units_retired=5 units_refused=5 vm_ping_lost=9 adopt_step_lost=0 ' +
         'openstack_vms_survived=4/4 nova_managed_after=1 adopt_s=6.8 census_mismatches=0 network_ok=2/2 ' +
         'vm_ping_sent=1600 max_ping_gap_ms=3100 ns_ping_sent=800 ns_ping_lost=0',
     );
@@ -66,7 +67,7 @@ describe('adoptSummaryLine', () => {
 
   it('says nan where the pings were never counted', () => {
     expect(adoptSummaryLine({ ...base, ping: undefined, restarts: Number.NaN, adoptS: Number.NaN })).toMatch(
-      /^adopted=5\/5 adopt_restarts=NaN units_retired=5 vm_ping_lost=nan adopt_step_lost=nan .* adopt_s=nan .* ns_ping_lost=nan$/,
+      /^adopted=5\/5 adopt_restarts=NaN units_retired=5 units_refused=5 vm_ping_lost=nan adopt_step_lost=nan .* adopt_s=nan .* ns_ping_lost=nan$/,
     );
   });
 });

@@ -23,6 +23,18 @@ describe('daemon settings', () => {
     expect(s.gateDeadlineMs).toBe(120_000);
     expect(s.instance).toBe('spcd');
     expect(s.kube).toBeUndefined();
+    expect(s.systemctl).toEqual(['systemctl']);
+  });
+
+  it("splits --systemctl into the command's words", () => {
+    expect(parse([], { SPCD_SYSTEMCTL: 'nsenter --target 1  --mount -- systemctl' }).systemctl).toEqual([
+      'nsenter',
+      '--target',
+      '1',
+      '--mount',
+      '--',
+      'systemctl',
+    ]);
   });
 
   it("puts the read-only socket beside the admin socket's directory, or where asked, or nowhere", () => {
@@ -53,6 +65,7 @@ describe('daemon settings', () => {
     [['--kubeconfig', '/k'], /--kubeconfig needs --node-name/],
     [['--kube-insecure'], /--kube-insecure is set but neither --kubeconfig nor in-cluster Kubernetes is/],
     [['--no-such-flag'], /Unknown option '--no-such-flag'/],
+    [['--systemctl', '  '], /--systemctl must name a command/],
   ])('rejects %j with a message naming the flag', (argv, message) => {
     let caught: unknown;
     try {
