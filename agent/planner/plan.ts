@@ -8,6 +8,7 @@ import {
   type Quarantined,
   type OperatorOrigin,
   type Plan,
+  type RecoverOrigin,
   type RuntimeFacts,
   type Step,
 } from './types.js';
@@ -32,6 +33,8 @@ export interface PlanInput {
    * one, or removes it.
    */
   readonly unlabeled?: ReadonlyMap<string, UnlabeledFact>;
+  /** Quarantined containers whose journal entry is to be tried again, and who asked. */
+  readonly recover?: ReadonlyMap<string, RecoverOrigin>;
 }
 
 /**
@@ -40,8 +43,8 @@ export interface PlanInput {
  * `desired` must be in start order (dependencies first). The operator's
  * intents, the heals a check asked for and the preflight block are inputs
  * too (in `facts` and `createBlock`), so every step of a pass comes from
- * here. Outside it: journal recovery and the sweep at start-up, and the
- * quarantine retries (docs/architecture.md).
+ * here, a quarantine's retry included (`recover`). Outside it: journal
+ * recovery and the sweep at start-up (docs/architecture.md).
  */
 export function plan(input: PlanInput): Plan {
   const p = planAll(input);
@@ -62,7 +65,8 @@ const HEAL = { by: 'heal' } as const;
 
 /** The container a step acts on. */
 export function stepContainer(s: Step): string {
-  return s.kind === 'remove' ? s.observed.identity.container : s.desired.spec.name;
+  if (s.kind === 'remove') return s.observed.identity.container;
+  return s.kind === 'recover' ? s.container : s.desired.spec.name;
 }
 
 /** Keeps the steps `waits` has no reason for; the others wait, for that reason. */
@@ -156,9 +160,18 @@ function planAll(input: PlanInput): Plan {
     return q !== undefined;
   };
   const pass: Pass = { input, draft, byName, primaryOf, quarantined };
+  planRecovers(input, draft);
   planDeleted(pass);
   for (const d of input.desired) planDesired(pass, d);
   return draft.plan();
+}
+
+/** A quarantined container asked to be tried again (and not locked): its journal entry, recovered. */
+function planRecovers(input: PlanInput, draft: Draft): void {
+  for (const [name, origin] of input.recover ?? []) {
+    if (!input.journal?.has(name) || input.facts.get(name)?.busy) continue;
+    draft.steps.push({ kind: 'recover', container: name, reason: 'journal entry tried again', origin });
+  }
 }
 
 /**

@@ -102,6 +102,8 @@ export type OperatorOrigin = { readonly by: 'operator'; readonly operation: Step
 export type HealOrigin = { readonly by: 'heal' };
 export type PlanOrigin = { readonly by: 'plan' };
 export type StepOrigin = OperatorOrigin | HealOrigin | PlanOrigin;
+/** Who asked for a quarantine to be tried again: the operator's reload, or the state-write retry. */
+export type RecoverOrigin = OperatorOrigin | PlanOrigin;
 
 /** A failing health check's request (the ledger keeps it until a pass plans it). */
 export interface HealRequest {
@@ -163,6 +165,17 @@ export interface StepFields {
     readonly managed: ObservedContainer | undefined;
     readonly reason: string;
     readonly origin: OperatorOrigin;
+  };
+  /**
+   * A quarantined container's journal entry tried again: finished, undone,
+   * or gone (the operator removed the file), or still unresolved. Asked by the
+   * operator's reload, or by spcd itself for a quarantine a full state disk
+   * caused (the plan's own retry, with backoff).
+   */
+  readonly recover: {
+    readonly container: string;
+    readonly reason: string;
+    readonly origin: RecoverOrigin;
   };
   readonly remove: {
     readonly observed: ObservedContainer;

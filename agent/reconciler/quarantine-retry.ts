@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { SpcdError, toSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
-import { recoverJournal, retryQuarantined } from '../executor/recover.js';
+import { recoverJournal, type QuarantinedEntry } from '../executor/recover.js';
 import type { ExecutorDeps } from '../executor/ports.js';
-import type { LockingOperation } from './locks.js';
+import type { RecoverOrigin } from '../planner/types.js';
 import type { QuarantineBook } from './quarantine.js';
 
 /** The first retry of a state-write quarantine, doubled after each failed one up to the cap. */
@@ -17,7 +16,8 @@ export interface QuarantineRetryDeps {
   readonly clock: Clock;
   readonly log: Logger;
   readonly locked: (name: string) => boolean;
-  readonly runExclusive: <T>(name: string, op: LockingOperation, fn: () => Promise<T>) => Promise<T>;
+  /** A retry was asked for: a pass plans it. */
+  readonly trigger: () => void;
   /**
    * The container leaves quarantine: its ledger forgets the error, and the
    * desired containers are taken again (a change the retry committed may
@@ -26,17 +26,25 @@ export interface QuarantineRetryDeps {
   readonly cleared: (name: string) => Promise<void>;
 }
 
+/** A retry asked for, by whom, and who waits for its outcome. */
+interface Asked {
+  readonly origin: RecoverOrigin;
+  readonly waiters: (() => void)[];
+}
+
 /**
- * Tries quarantined containers again. On reload (the operator's word): all of
- * them. By itself: only one quarantined by a failed write to the state
- * directory (a full disk), first after STATE_WRITE_RETRY_MS, then twice as
- * long after each try that fails again, up to the cap. Every try runs the
- * journal's recovery with the container locked, as a reload's does.
+ * Asks for quarantined containers to be tried again: a pass plans each as a
+ * `recover` step (planner/plan.ts) and the launcher runs it under the
+ * container's lock. On reload (the operator's word): all of them. By itself:
+ * only one quarantined by a failed write to the state directory (a full
+ * disk), first after STATE_WRITE_RETRY_MS, then twice as long after each try
+ * that fails again, up to the cap. Start-up recovery, before the first pass,
+ * is the one that runs outside a step (docs/architecture.md).
  */
 export class QuarantineRetry {
   /** The next automatic try of each state-write quarantine, and the wait that led to it. */
   private readonly due = new Map<string, { at: number; waitMs: number }>();
-  private readonly trying = new Set<string>();
+  private readonly asked = new Map<string, Asked>();
 
   constructor(private readonly deps: QuarantineRetryDeps) {}
 
@@ -61,17 +69,61 @@ export class QuarantineRetry {
     return rec.rolledForward.length + rec.finished.length;
   }
 
-  /** Every quarantined container once; resolves with those still quarantined. */
+  /**
+   * The operator's reload: every quarantined container that is not locked,
+   * tried again by the next pass. Resolves, once each try ended, with those
+   * still quarantined.
+   */
   async all(): Promise<string[]> {
+    const tries: Promise<void>[] = [];
     for (const name of this.deps.book.names()) {
-      if (!this.deps.locked(name)) await this.tryOne(name);
+      if (this.deps.locked(name)) continue;
+      const operation = { id: `reload-recover-${randomUUID().slice(0, 8)}`, kind: 'recover' as const };
+      tries.push(this.ask(name, { by: 'operator', operation }));
     }
+    this.deps.trigger();
+    await Promise.all(tries);
     return this.deps.book.names();
   }
 
   /**
-   * Starts the automatic tries that are due (without waiting for them) and
-   * returns when the next one is, or undefined when none is planned.
+   * The plan's input: the retries asked for. One whose container left
+   * quarantine meanwhile is dropped (its waiters told).
+   */
+  requested(): ReadonlyMap<string, RecoverOrigin> {
+    for (const name of [...this.asked.keys()]) if (!this.deps.book.get(name)) this.settle(name);
+    return new Map([...this.asked].map(([name, a]) => [name, a.origin]));
+  }
+
+  /** The launcher started the retry of `name`: its waiters are told when `running` settles. */
+  started(name: string, running: Promise<unknown>): void {
+    const a = this.asked.get(name);
+    if (!a) return;
+    this.asked.delete(name);
+    const tell = (): void => a.waiters.forEach((w) => w());
+    running.then(tell, tell);
+  }
+
+  /** A retry's outcome (the `recover` step's): out of quarantine, or its record as it stands now. */
+  async recovered(name: string, outcome: 'cleared' | QuarantinedEntry): Promise<void> {
+    if (outcome !== 'cleared') {
+      this.deps.book.add(outcome);
+      return;
+    }
+    this.due.delete(name);
+    await this.deps.cleared(name);
+    this.deps.book.clear(name, 'journal entry resolved or removed; supervised again');
+  }
+
+  /** Shutting down: nobody waits for a retry any longer. */
+  dropAll(): void {
+    for (const name of [...this.asked.keys()]) this.settle(name);
+  }
+
+  /**
+   * Asks for the automatic tries that are due and returns when the next one
+   * is (now, when one was just asked: the next pass plans it), or undefined
+   * when none is planned.
    */
   tick(now: number): number | undefined {
     let next: number | undefined;
@@ -85,33 +137,31 @@ export class QuarantineRetry {
         d = { at: now + STATE_WRITE_RETRY_MS, waitMs: STATE_WRITE_RETRY_MS };
         this.due.set(name, d);
       }
-      if (d.at <= now && !this.trying.has(name) && !this.deps.locked(name)) {
+      let at = d.at;
+      if (d.at <= now && !this.asked.has(name) && !this.deps.locked(name)) {
         const waitMs = Math.min(d.waitMs * 2, STATE_WRITE_RETRY_CAP_MS);
         this.due.set(name, { at: now + waitMs, waitMs });
-        void this.tryOne(name);
-        d = this.due.get(name)!;
+        void this.ask(name, { by: 'plan' });
+        at = now;
       }
-      next = next === undefined ? d.at : Math.min(next, d.at);
+      next = next === undefined ? at : Math.min(next, at);
     }
     for (const name of this.due.keys()) if (!this.deps.book.get(name)) this.due.delete(name);
     return next;
   }
 
-  private async tryOne(name: string): Promise<void> {
-    this.trying.add(name);
-    const op: LockingOperation = { id: `reconcile-recover-${randomUUID().slice(0, 8)}`, kind: 'recover' };
-    try {
-      const r = await this.deps
-        .runExclusive(name, op, () => retryQuarantined(this.deps.exec, name))
-        .catch((err: unknown) => toSpcdError(err));
-      if (r === 'cleared') {
-        this.due.delete(name);
-        await this.deps.cleared(name);
-        this.deps.book.clear(name, 'journal entry resolved or removed; supervised again');
-      } else if (!(r instanceof SpcdError)) this.deps.book.add(r);
-      else this.deps.log.warn({ container: name, err: r.message, code: r.code }, 'quarantine retry failed');
-    } finally {
-      this.trying.delete(name);
-    }
+  /** Asks for a retry of `name` (an earlier request keeps its origin); resolves when it ended. */
+  private ask(name: string, origin: RecoverOrigin): Promise<void> {
+    return new Promise((resolve) => {
+      const a = this.asked.get(name);
+      if (a) a.waiters.push(resolve);
+      else this.asked.set(name, { origin, waiters: [resolve] });
+    });
+  }
+
+  private settle(name: string): void {
+    const a = this.asked.get(name);
+    this.asked.delete(name);
+    a?.waiters.forEach((w) => w());
   }
 }

@@ -73,7 +73,7 @@ export class Reconciler {
       ...deps,
       book: this.quarantine,
       locked: (name) => this.locks.lockedBy(name) !== null,
-      runExclusive: (name, op, fn) => this.exclusive.run(name, op, fn),
+      trigger: () => this.trigger(),
       cleared: async (name) => {
         this.ledger.errorCleared(name);
         if (this.refresh) this.desired = await this.refresh();
@@ -119,6 +119,7 @@ export class Reconciler {
       runExclusive: (name, op, fn) => this.exclusive.run(name, op, fn),
       forgetHealth: (name) => this.deps.health.forget(name),
       pinned: (spec) => this.pinned(spec),
+      retries: this.retries,
     });
     this.exitDeps = {
       state: deps.exec.state,
@@ -186,6 +187,7 @@ export class Reconciler {
     this.watch.close();
     this.unsubscribeHealth?.();
     this.intents.failAll(new SpcdError('SHUTTING_DOWN', 'spcd is shutting down'));
+    this.retries.dropAll();
     await awaitShutdown({
       clock: this.deps.clock,
       log: this.deps.log,
@@ -305,14 +307,10 @@ export class Reconciler {
     return this.exclusive.run(name, { id, kind: 'adopt' }, () => forgetAdoption(this.deps.exec, name));
   }
 
-  /**
-   * Tries every quarantined container again (spcctl reload / SIGHUP): one whose journal file the operator
-   * removed, or whose entry now finishes or undoes, leaves quarantine. Returns those still quarantined.
-   */
-  async retryQuarantined(): Promise<string[]> {
-    const left = await this.retries.all();
-    this.trigger();
-    return left;
+  /** Tries every quarantined container again (spcctl reload / SIGHUP), each a `recover` step; resolves with those still quarantined. */
+  retryQuarantined(): Promise<string[]> {
+    if (this.lifecycle !== 'running') return Promise.resolve(this.quarantine.names());
+    return this.retries.all();
   }
 
   private runtimeFacts(heals?: ReadonlyMap<string, HealRequest>): Map<string, RuntimeFacts> {
@@ -367,6 +365,7 @@ export class Reconciler {
       facts: this.runtimeFacts(this.heals.requests(this.desired)),
       now,
       journal: this.quarantine.quarantined(),
+      recover: this.retries.requested(),
       createBlock: this.createBlock,
       keptBecause: this.keep?.reason ?? null,
       unlabeled: this.watch.unlabeled(),

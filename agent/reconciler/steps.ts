@@ -15,6 +15,7 @@ import {
 } from '../executor/simple.js';
 import { upgradeContainer } from '../executor/upgrade.js';
 import { adoptContainer } from '../executor/adopt.js';
+import { retryQuarantined, type QuarantinedEntry } from '../executor/recover.js';
 import type { Step, StepKind } from '../planner/types.js';
 import type { ContainerLedger } from './ledger.js';
 import type { IntentResult } from './intents.js';
@@ -31,6 +32,8 @@ export interface StepContext {
   readonly forgetHealth: (name: string) => void;
   /** The operator's change succeeded: the reconciler desires its (pinned) spec from now on. */
   readonly pinned: (spec: ContainerSpec) => void;
+  /** A quarantine's retry ended: 'cleared' (it leaves quarantine) or the entry as it stands now. */
+  readonly recovered: (name: string, outcome: 'cleared' | QuarantinedEntry) => Promise<void>;
 }
 
 /**
@@ -136,6 +139,12 @@ export const EXECUTORS: Executors = {
 
   async remove(s, { exec }) {
     await removeContainer(exec, s.observed, s.reason, s.definitionDeleted);
+  },
+
+  async recover(s, { exec, recovered }) {
+    const outcome = await retryQuarantined(exec, s.container);
+    await recovered(s.container, outcome);
+    return { quarantined: outcome !== 'cleared' };
   },
 };
 

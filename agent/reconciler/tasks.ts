@@ -3,6 +3,7 @@ import type { Logger } from '../log.js';
 import type { ContainerSpec } from '../model/spec.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import type { Step } from '../planner/types.js';
+import type { QuarantineRetry } from './quarantine-retry.js';
 import type { IntentBook } from './intents.js';
 import type { ContainerLedger } from './ledger.js';
 import type { ContainerLocks, LockingOperation } from './locks.js';
@@ -24,6 +25,8 @@ export interface LauncherDeps {
   readonly runExclusive: <T>(name: string, op: LockingOperation, fn: () => Promise<T>) => Promise<T>;
   readonly forgetHealth: (name: string) => void;
   readonly pinned: (spec: ContainerSpec) => void;
+  /** The quarantine retries asked for: told when one starts, and of its outcome. */
+  readonly retries: Pick<QuarantineRetry, 'started' | 'recovered'>;
 }
 
 /** Planned and heal steps running at once at most; the operator's steps never wait for it. */
@@ -44,6 +47,10 @@ export class StepLauncher {
       const origin = s.origin;
       const name = stepContainer(s);
       if (this.d.locks.lockedBy(name)) continue;
+      if (s.kind === 'recover') {
+        this.recover(s);
+        continue;
+      }
       if (origin.by === 'operator') {
         const settle = intents.take(name);
         // The operator's step stands for a heal asked for meanwhile: one restart, not two.
@@ -70,6 +77,26 @@ export class StepLauncher {
     }
   }
 
+  /**
+   * A quarantine's retry, under an operation of its own (kind `recover`):
+   * the reload's waits for it through the retries; a failure is logged, and
+   * the container stays quarantined.
+   */
+  private recover(s: Step<'recover'>): void {
+    const name = s.container;
+    const op: LockingOperation =
+      s.origin.by === 'operator'
+        ? s.origin.operation
+        : { id: this.d.operations.newId('recover'), kind: 'recover' };
+    const running = this.d.runExclusive(name, op, () => runStep(s, this.context(op.id)));
+    this.d.operations.follow({ operationId: op.id, kind: 'recover', target: name, step: s.kind }, running);
+    this.d.retries.started(name, running);
+    running.catch((err: unknown) => {
+      const e = toSpcdError(err);
+      this.d.log.warn({ container: name, err: e.message, code: e.code }, 'quarantine retry failed');
+    });
+  }
+
   private context(operationId: string): StepContext {
     return {
       exec: this.d.exec,
@@ -77,6 +104,7 @@ export class StepLauncher {
       operationId,
       forgetHealth: this.d.forgetHealth,
       pinned: this.d.pinned,
+      recovered: (name, outcome) => this.d.retries.recovered(name, outcome),
     };
   }
 }

@@ -50,7 +50,7 @@ export async function planView(d: PlanViewDeps): Promise<PlanView> {
       continue;
     }
     // the operator's and heals' steps: not previewed
-    if (s.kind === 'stop' || s.kind === 'upgrade' || s.kind === 'adopt') continue;
+    if (s.kind === 'stop' || s.kind === 'upgrade' || s.kind === 'adopt' || s.kind === 'recover') continue;
     const action = s.kind === 'replace' ? 'recreate' : s.kind;
     const diffs = s.kind === 'start' ? [] : await config.diff(s.desired.spec).catch(() => []);
     items.push({

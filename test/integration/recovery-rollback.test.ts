@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SpcdError, isSpcdError } from '../../agent/errors.js';
+import { stepContainer } from '../../agent/planner/plan.js';
 import type { ExecutorDeps } from '../../agent/executor/ports.js';
 import { recoverJournal } from '../../agent/executor/recover.js';
 import { upgradeContainer } from '../../agent/executor/upgrade.js';
@@ -154,11 +155,7 @@ describe('a rollback whose stop passes its deadline', () => {
       await waitFor('a pass that plans around the quarantine', () =>
         r.currentPlan().waiting.some((w) => w.container === name && w.reason.startsWith('quarantined:')),
       );
-      const mine = r
-        .currentPlan()
-        .steps.filter(
-          (x) => (x.kind === 'remove' ? x.observed.identity.container : x.desired.spec.name) === name,
-        );
+      const mine = r.currentPlan().steps.filter((x) => stepContainer(x) === name);
       expect(mine).toEqual([]);
       expect((await h.instances(name)).map((o) => o.id)).toContain(oldId);
       // The stuck process dies; the operator reverts the definition and reloads: the undo finishes.

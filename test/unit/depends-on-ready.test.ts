@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { plan } from '../../agent/planner/plan.js';
+import { plan, stepContainer } from '../../agent/planner/plan.js';
 import { NO_FACTS, type RuntimeFacts } from '../../agent/planner/types.js';
 import type { Reconciler } from '../../agent/reconciler/reconciler.js';
 import { FakeProcess } from '../support/fake-executor.js';
@@ -38,7 +38,7 @@ describe('the planner starts a dependent once its dependency is ready', () => {
   it('creates the dependent once the dependency is ready, or when readiness is not known', () => {
     for (const db of [{ ready: true }, {}]) {
       const p = planWith(db);
-      expect(p.steps.map((s) => [s.kind, s.kind === 'remove' ? '' : s.desired.spec.name])).toEqual([
+      expect(p.steps.map((s) => [s.kind, s.kind === 'remove' ? '' : stepContainer(s)])).toEqual([
         ['create', 'api'],
       ]);
     }

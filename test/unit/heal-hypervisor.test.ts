@@ -59,6 +59,7 @@ async function setup(spec: ContainerSpec, vms: readonly { pid: number; name: str
     operationId: 'heal-1',
     forgetHealth: () => undefined,
     pinned: () => undefined,
+    recovered: () => Promise.resolve(),
   };
   const heal = (observed: ObservedContainer) =>
     runStep({ kind: 'restart', desired: desired(spec), observed, reason: 'heal', origin: BY_HEAL }, ctx);

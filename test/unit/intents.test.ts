@@ -172,6 +172,7 @@ describe('the executor table', () => {
       operationId: 'op-1',
       forgetHealth: () => undefined,
       pinned: (spec) => pinned.push(spec.image),
+      recovered: () => Promise.resolve(),
     };
     const d = desired(SVC);
     const observed = async () => {
@@ -299,6 +300,7 @@ describe('the executor table', () => {
     expect(Object.keys(missing).sort()).toEqual([
       'adopt',
       'create',
+      'recover',
       'replace',
       'restart',
       'start',

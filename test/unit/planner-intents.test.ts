@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { plan } from '../../agent/planner/plan.js';
+import { plan, stepContainer } from '../../agent/planner/plan.js';
 import { NO_FACTS, type RuntimeFacts, type Step } from '../../agent/planner/types.js';
 import { BY_HEAL, byOperator, desiredOf, observedOf, upgradeIntent } from '../support/planner.js';
 import { containerSpec } from '../support/spec.js';
@@ -16,7 +16,7 @@ const facts = (f: Partial<RuntimeFacts>): Map<string, RuntimeFacts> =>
   new Map([['a', { ...NO_FACTS, ...f }]]);
 const op = { id: 'restart-1', kind: 'restart' } as const;
 const brief = (steps: readonly Step[]): string[] =>
-  steps.map((s) => `${s.kind}:${s.kind === 'remove' ? s.observed.name : s.desired.spec.name}`);
+  steps.map((s) => `${s.kind}:${s.kind === 'remove' ? s.observed.name : stepContainer(s)}`);
 
 describe('the operator intent', () => {
   it('comes first: a restart intent is the only step for its container, even when its spec changed', () => {

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { ObservedContainer } from '../../agent/model/observed.js';
-import { plan } from '../../agent/planner/plan.js';
-import { NO_FACTS, type DesiredContainer, type Quarantined } from '../../agent/planner/types.js';
+import { plan, stepContainer } from '../../agent/planner/plan.js';
+import {
+  NO_FACTS,
+  type DesiredContainer,
+  type Quarantined,
+  type RecoverOrigin,
+} from '../../agent/planner/types.js';
 import { containerSpec } from '../support/spec.js';
 import { desiredOf, observedOf } from '../support/planner.js';
 
@@ -44,6 +49,28 @@ describe('planner with the journal', () => {
     expect(p.steps).toMatchObject([{ kind: 'remove', observed: { id: parked.id } }]);
   });
 
+  it("plans a quarantine's retry as a recover step, and nothing else for it, when one was asked and it is not locked", () => {
+    const reload = { by: 'operator', operation: { id: 'reload-recover-1', kind: 'recover' } } as const;
+    const input = {
+      desired: [newD, other],
+      observed: [fresh, parked, otherExited],
+      now: NOW,
+      journal: quarantined('svc'),
+      recover: new Map<string, RecoverOrigin>([
+        ['svc', reload],
+        ['other', { by: 'plan' } as const],
+      ]),
+    };
+    const p = plan({ ...input, facts: new Map() });
+    // `other` is not quarantined: a retry asked for it plans nothing.
+    expect(p.steps).toEqual([
+      { kind: 'recover', container: 'svc', reason: 'journal entry tried again', origin: reload },
+      expect.objectContaining({ kind: 'start' }),
+    ]);
+    const locked = plan({ ...input, facts: new Map([['svc', { ...NO_FACTS, busy: true }]]) });
+    expect(locked.steps.map((s) => s.kind)).toEqual(['start']);
+  });
+
   it('never removes an instance of a quarantined container, and still heals the others', () => {
     const p = plan({
       desired: [newD, other],
@@ -52,7 +79,7 @@ describe('planner with the journal', () => {
       now: NOW,
       journal: quarantined('svc'),
     });
-    expect(p.steps.map((s) => [s.kind, s.kind === 'remove' ? s.observed.id : s.desired.spec.name])).toEqual([
+    expect(p.steps.map((s) => [s.kind, s.kind === 'remove' ? s.observed.id : stepContainer(s)])).toEqual([
       ['start', 'other'],
     ]);
     expect(p.waiting).toEqual([{ container: 'svc', reason: 'undo failed' }]);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ObservedContainer } from '../../agent/model/observed.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
-import { plan } from '../../agent/planner/plan.js';
+import { plan, stepContainer } from '../../agent/planner/plan.js';
 import { NO_FACTS, type DesiredContainer, type RuntimeFacts } from '../../agent/planner/types.js';
 import { containerSpec, GOLDEN_V1, MINIMAL, RICH } from '../support/spec.js';
 import { desiredOf, observedOf } from '../support/planner.js';
@@ -20,7 +20,7 @@ describe('planner', () => {
     const a = desired(spec('a'));
     const b = desired(spec('b', { dependsOn: ['a'] }));
     const p1 = plan({ desired: [a, b], observed: [], facts: new Map(), now: NOW });
-    expect(p1.steps.map((s) => [s.kind, s.kind === 'remove' ? '' : s.desired.spec.name])).toEqual([
+    expect(p1.steps.map((s) => [s.kind, s.kind === 'remove' ? '' : stepContainer(s)])).toEqual([
       ['create', 'a'],
     ]);
     expect(p1.waiting).toEqual([{ container: 'b', reason: 'waiting for a' }]);

@@ -131,6 +131,7 @@ describe('the steps that stop and start through it', () => {
     operationId: 'op-1',
     forgetHealth: () => undefined,
     pinned: () => undefined,
+    recovered: () => Promise.resolve(),
   });
   const op = { id: 'op', kind: 'stop' } as const;
 
