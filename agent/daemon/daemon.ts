@@ -31,7 +31,7 @@ import { planView } from '../status/plan-view.js';
 import { DaemonStatus } from '../status/status-view.js';
 import { DaemonActions } from './actions.js';
 import { Converge } from './converge.js';
-import { desiredContainers, keptContainers, stalePins } from '../planner/pins.js';
+import { clearStalePins, desiredContainers, keptContainers } from '../planner/pins.js';
 import type { Component } from './lifecycle.js';
 import { startupComponents } from './components.js';
 import type { Settings } from './settings.js';
@@ -220,7 +220,7 @@ function buildControl(settings: Settings, log: Logger, core: Core, onHeartbeat?:
     ...(onHeartbeat ? { onHeartbeat } : {}),
   });
   const computeDesired = async (): Promise<ReturnType<typeof desiredContainers>> => {
-    for (const name of stalePins(definitions.current, state)) await state.setPin(name, undefined);
+    await clearStalePins(definitions.current, state);
     return desiredContainers(definitions.current, state, (s) => config.hash(s));
   };
   const definitions = new Definitions({
