@@ -239,6 +239,7 @@ function buildControl(settings: Settings, log: Logger, core: Core, onHeartbeat?:
   const actions = new DaemonActions({
     reconciler,
     exec,
+    unlabeled: engine,
     operations,
     definitions: () => definitions.current,
     reload: () => definitions.reload(),
