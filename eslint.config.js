@@ -152,6 +152,29 @@ export default tseslint.config(
     },
   })),
   {
+    // daemon/ gets only what it uses: its files take the engine through narrow
+    // ports (the unlabeled scan, the image puller, preflight's engine facts),
+    // and only the composition root, daemon.ts, builds the engine.
+    files: ['agent/daemon/**/*.ts'],
+    ignores: ['agent/daemon/daemon.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: packagesFor('daemon'),
+          patterns: [
+            ...wallsOf('daemon'),
+            {
+              group: importsOf('engine'),
+              message:
+                'only daemon/daemon.ts imports engine/; other daemon/ files get a narrow port (docs/architecture.md)',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: PURE_FILES,
     rules: {
       '@typescript-eslint/no-restricted-imports': [

@@ -8,9 +8,16 @@ import type { Operations } from '../reconciler/operations.js';
 import type { Reconciler } from '../reconciler/reconciler.js';
 import { changeIntent, upgradeSet, type ChangeOptions } from '../reconciler/set-upgrade.js';
 
+/** The engine's containers that carry no spcd labels, each with the definition it would be adopted as. */
+export interface UnlabeledScan {
+  describeUnlabeled(): Promise<AdoptScan['containers']>;
+}
+
 export interface ActionDeps {
   readonly reconciler: Reconciler;
-  readonly exec: ExecutorDeps;
+  /** The recorded generations and pins, and the node's image policy. */
+  readonly exec: Pick<ExecutorDeps, 'state' | 'imagePolicy'>;
+  readonly unlabeled: UnlabeledScan;
   readonly operations: Operations;
   /** The definitions on disk (not pinned), for pins and set membership. */
   readonly definitions: () => DesiredState;
@@ -173,7 +180,7 @@ export class DaemonActions implements Actions {
   }
 
   async adoptScan(): Promise<AdoptScan> {
-    return { containers: await this.d.exec.engine.describeUnlabeled() };
+    return { containers: await this.d.unlabeled.describeUnlabeled() };
   }
 
   async reload(): Promise<OperationRef> {

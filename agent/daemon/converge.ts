@@ -10,13 +10,14 @@ import type { ObservedContainer } from '../model/observed.js';
 import type { DesiredContainer } from '../planner/types.js';
 import type { Definitions } from '../config/definitions.js';
 import { runPreflight } from '../preflight/run.js';
-import type { PreflightDeps, PreflightReport } from '../preflight/types.js';
+import type { EngineFacts, PreflightReport } from '../preflight/types.js';
 import type { Reconciler } from '../reconciler/reconciler.js';
 import type { Component } from './lifecycle.js';
 import { describeStartupError } from './startup-error.js';
 
 export interface ConvergeDeps {
-  readonly engine: PreflightDeps['engine'];
+  /** The engine's facts, for the preflight checks. */
+  readonly engine: EngineFacts;
   readonly stateDir: string;
   readonly clock: Clock;
   readonly log: Logger;

@@ -9,7 +9,7 @@ import { findUnlabeled } from '../reconciler/adoption-watch.js';
 import { DockerEngine } from '../engine/docker.js';
 import { HealthManager } from '../health/manager.js';
 import { envFailpoint } from '../executor/failpoint.js';
-import { resolveImage } from '../executor/image.js';
+import { imagePuller, type ImagePuller } from '../executor/pre-pull.js';
 import { ALLOW_ALL, type ImagePolicy } from '../model/image-policy.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { HealthSync } from '../reconciler/health-sync.js';
@@ -31,7 +31,7 @@ import { planView } from '../status/plan-view.js';
 import { DaemonStatus } from '../status/status-view.js';
 import { DaemonActions } from './actions.js';
 import { Converge } from './converge.js';
-import { desiredContainers, keptContainers, stalePins } from '../planner/pins.js';
+import { clearStalePins, desiredContainers, keptContainers } from '../planner/pins.js';
 import type { Component } from './lifecycle.js';
 import { startupComponents } from './components.js';
 import type { Settings } from './settings.js';
@@ -54,7 +54,7 @@ export interface DaemonParts {
   /** The cluster globals in force (last applied, kept across restarts). */
   readonly clusterGlobals: () => Record<string, unknown>;
   /** Makes these images present (pulled when missing), touching no container. */
-  readonly prePull: (images: readonly string[], operationId: string) => Promise<void>;
+  readonly prePull: ImagePuller['prePull'];
 }
 
 /** package.json's version (agent/version.ts). */
@@ -106,6 +106,7 @@ export function buildDaemon(settings: Settings, log: Logger, opts: BuildOptions 
   const status = buildStatus(settings, core, control, version);
   const metrics = buildMetrics(core, control);
   const { clock, events, engine, state, health, exec, journal } = core;
+  const puller = imagePuller(exec);
   const { reconciler, actions, definitions, converge } = control;
   publishHealthEvents(health, events, clock);
   const parts: DaemonParts = {
@@ -122,9 +123,7 @@ export function buildDaemon(settings: Settings, log: Logger, opts: BuildOptions 
     metrics,
     reloadWithGlobals: (globals) => definitions.reload(globals),
     clusterGlobals: () => definitions.clusterGlobals(),
-    async prePull(images, operationId) {
-      for (const image of new Set(images)) await resolveImage(exec, image, 'missing', operationId);
-    },
+    prePull: (images, operationId) => puller.prePull(images, operationId),
   };
   const components = startupComponents({ parts, journal, definitions, converge, version });
   return { ...parts, components };
@@ -220,7 +219,7 @@ function buildControl(settings: Settings, log: Logger, core: Core, onHeartbeat?:
     ...(onHeartbeat ? { onHeartbeat } : {}),
   });
   const computeDesired = async (): Promise<ReturnType<typeof desiredContainers>> => {
-    for (const name of stalePins(definitions.current, state)) await state.setPin(name, undefined);
+    await clearStalePins(definitions.current, state);
     return desiredContainers(definitions.current, state, (s) => config.hash(s));
   };
   const definitions = new Definitions({
@@ -239,6 +238,7 @@ function buildControl(settings: Settings, log: Logger, core: Core, onHeartbeat?:
   const actions = new DaemonActions({
     reconciler,
     exec,
+    unlabeled: engine,
     operations,
     definitions: () => definitions.current,
     reload: () => definitions.reload(),

@@ -64,6 +64,24 @@ export function stalePins(state: DesiredState, store: PinSource): string[] {
   return stale;
 }
 
+/** The store's pins, read and cleared (StateStore in state/store.ts is one). */
+export interface PinRecords extends PinSource {
+  setPin(name: string, pin: undefined): Promise<void>;
+}
+
+/**
+ * Clears in the store every pin whose definition changed on disk since it
+ * was set (the newer intent wins, and stays won after a restart), one at a
+ * time, each written before the next. Answers the names cleared. The one
+ * place a pin is dropped for its definition's sake; the writes go through
+ * the port, so this room still does no I/O of its own.
+ */
+export async function clearStalePins(state: DesiredState, store: PinRecords): Promise<string[]> {
+  const stale = stalePins(state, store);
+  for (const name of stale) await store.setPin(name, undefined);
+  return stale;
+}
+
 /**
  * A container stays pinned while the definition its pin was set over is unchanged, judged under
  * the scheme its hash was written in (a spcd upgrade drops no pin). A hash of

@@ -30,6 +30,11 @@ export interface DockerInfoLite {
   readonly rootDir?: string;
 }
 
+/** What preflight needs of the engine (agent/engine/ provides it): its facts; a call that fails means it does not answer. */
+export interface EngineFacts {
+  info(): Promise<DockerInfoLite>;
+}
+
 export interface PreflightDeps {
   /** Default /proc. */
   readonly procRoot?: string;
@@ -39,8 +44,7 @@ export interface PreflightDeps {
   readonly devRoot?: string;
   /** Default /run (for systemd's timesync marker). */
   readonly runRoot?: string;
-  /** The engine (agent/engine/ provides it): its facts; a call that fails means it does not answer. */
-  readonly engine: { info(): Promise<DockerInfoLite> };
+  readonly engine: EngineFacts;
   readonly stateDir: string;
   /** ms since epoch. */
   readonly now: () => number;

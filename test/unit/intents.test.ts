@@ -59,6 +59,7 @@ async function rig(spec: ContainerSpec, proc?: FakeProcess): Promise<Rig> {
   const actions = new DaemonActions({
     reconciler: rec,
     exec: p.deps,
+    unlabeled: p.deps.engine,
     operations,
     definitions: () => defs,
     reload: async () => ({}),
