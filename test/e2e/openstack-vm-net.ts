@@ -55,8 +55,12 @@ export async function uploadGuest(
 /**
  * Boots a server on `port` and waits for ACTIVE. The scheduler maps a new
  * compute host to its cell by a periodic discovery (every 10 s); a boot
- * before that ends in ERROR "Host ... is not mapped to any cell": that server
- * is deleted (the port, made before, stays) and the boot asked again.
+ * before that ends in ERROR "Host ... is not mapped to any cell". A compute
+ * host just rebuilt (the kolla-ansible host of the adoption variant) reports
+ * `up` before its resources reach Placement; a boot meanwhile ends in ERROR
+ * "No valid host was found" (no allocation candidates). Either way that
+ * server is deleted (the port, made before, stays) and the boot asked again,
+ * until the deadline.
  */
 export async function bootActive(
   os: OpenStack,
@@ -78,7 +82,10 @@ export async function bootActive(
     );
     if (s.status === 'ACTIVE') return id;
     await os.deleteServer(id);
-    if (!/not mapped to any cell/.test(s.fault?.message ?? '') || Date.now() > deadline)
+    if (
+      !/not mapped to any cell|No valid host was found/.test(s.fault?.message ?? '') ||
+      Date.now() > deadline
+    )
       throw new Error(`server ${name} went to ERROR: ${JSON.stringify(s.fault)}`);
     console.log(`server ${name}: ${s.fault?.message}; booting again`);
     await waitFor(

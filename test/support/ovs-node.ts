@@ -189,6 +189,9 @@ export async function tearDownOvs(t: {
       await sh(t.vswitchd, ['ovs-vsctl', '--timeout=10', '--if-exists', 'del-br', br]).catch(() => undefined);
   await t.spcd?.stop();
   await cleanupInstance(t.sb.instance);
+  // The userspace datapath's bridge devices are persistent taps in the host's namespace: one that
+  // outlived its del-br (ovn-controller makes its integration bridge again) stays after vswitchd.
+  for (const br of t.bridges) await run('ip', ['link', 'del', br], 10_000).catch(() => undefined);
   await removeVolumes(t.volumes);
   t.pair?.remove();
   rmSync(t.sb.root, { recursive: true, force: true });
