@@ -18,6 +18,8 @@ import { describeStartupError } from './startup-error.js';
 export interface ConvergeDeps {
   /** The engine's facts, for the preflight checks. */
   readonly engine: EngineFacts;
+  /** The engine the operator named (--engine); preflight blocks when another answers. */
+  readonly expectedEngine?: 'docker' | 'podman';
   readonly stateDir: string;
   readonly clock: Clock;
   readonly log: Logger;
@@ -44,6 +46,7 @@ export class Converge implements Component {
     const { definitions, reconciler, log, clock } = this.d;
     const report = await runPreflight({
       engine: this.d.engine,
+      ...(this.d.expectedEngine ? { expectedEngine: this.d.expectedEngine } : {}),
       stateDir: this.d.stateDir,
       now: () => clock.now(),
       hypervisorSet: allContainers(definitions.current.sets).some((c) => c.role === 'hypervisor'),

@@ -245,6 +245,7 @@ function buildControl(settings: Settings, log: Logger, core: Core, onHeartbeat?:
   });
   const converge = new Converge({
     engine,
+    ...(settings.engine ? { expectedEngine: settings.engine } : {}),
     stateDir: settings.stateDir,
     clock,
     log,

@@ -1,11 +1,12 @@
-import { hostname } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { SpcdError } from '../errors.js';
 import { formatMs, MAX_DURATION_MS, parseDuration } from '../model/units.js';
 import { defaultReadOnlySocket } from '../model/sockets.js';
-import { ETCD_FLAGS, parseEtcdSettings, type EtcdSettings } from '../etcd/settings.js';
-import { boolFlagValue, flagOrEnv, KUBE_FLAGS, type EnvFlag, type FlagValues } from '../model/flags.js';
+import { ETCD_FLAGS, type EtcdSettings } from '../etcd/settings.js';
+import { fleetOf } from './fleet-settings.js';
+import { engineChoice, engineSocket, type EngineChoice } from './engine-choice.js';
+import { flagOrEnv, KUBE_FLAGS, type EnvFlag, type FlagValues } from '../model/flags.js';
 
 /** The daemon's settings, compiled once from flags and environment (flags win). */
 export interface Settings {
@@ -14,6 +15,8 @@ export interface Settings {
   readonly stateDir: string;
   readonly socketPath: string;
   readonly dockerSocket: string;
+  /** The engine the operator named (--engine); undefined: whichever answers (auto). */
+  readonly engine: EngineChoice | undefined;
   readonly instance: string;
   readonly templatesDir: string;
   readonly healthchecksDir: string;
@@ -62,7 +65,15 @@ export const FLAGS: Record<string, FlagDef> = {
   overrides: { env: 'SPCD_OVERRIDES', help: 'per-host override file (optional)' },
   'state-dir': { env: 'SPCD_STATE_DIR', help: 'state directory', def: '/var/lib/spcd' },
   socket: { env: 'SPCD_SOCKET', help: 'API unix socket', def: '/run/spcd/spcd.sock' },
-  'docker-socket': { env: 'SPCD_DOCKER_SOCKET', help: 'Docker engine socket', def: '/var/run/docker.sock' },
+  engine: {
+    env: 'SPCD_ENGINE',
+    help: 'the container engine: docker, podman, or auto (whichever answers on --docker-socket)',
+    def: 'auto',
+  },
+  'docker-socket': {
+    env: 'SPCD_DOCKER_SOCKET',
+    help: "the engine's API socket (default /var/run/docker.sock; /run/podman/podman.sock with --engine podman)",
+  },
   instance: { env: 'SPCD_INSTANCE', help: 'name this spcd labels its containers with', def: 'spcd' },
   templates: { env: 'SPCD_TEMPLATES', help: 'nunjucks templates directory' },
   healthchecks: {
@@ -194,6 +205,7 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
   const readOnlySocketPath = readOnlySocket(get('readonly-socket'), socketPath);
   const level = checkedLogLevel(get('log-level') ?? 'info');
   const fleet = fleetOf({ get, path }, env);
+  const engine = engineChoice(get('engine') ?? 'auto');
   return {
     etcd: fleet.etcd,
     kube: fleet.kube,
@@ -201,7 +213,8 @@ export function parseSettings(argv: string[], env: NodeJS.ProcessEnv): Settings 
     overridesFile: path('overrides', false),
     stateDir,
     socketPath,
-    dockerSocket: path('docker-socket', true) as string,
+    dockerSocket: path('docker-socket', false) ?? engineSocket(engine),
+    engine,
     instance,
     templatesDir: path('templates', false) ?? resolve(repoRoot(), 'templates'),
     healthchecksDir: path('healthchecks', false) ?? resolve(repoRoot(), 'healthchecks'),
@@ -250,7 +263,7 @@ function parseFlags(argv: string[]): FlagValues | 'help' | 'version' {
 }
 
 /** Reads one flag: from the command line, else its environment variable, else its default. */
-interface FlagReader {
+export interface FlagReader {
   get(k: string): string | undefined;
   /** An absolute path; SETTINGS_INVALID when required and not given. */
   path(k: string, required: boolean): string | undefined;
@@ -319,74 +332,4 @@ function checkedLogLevel(level: string): string {
     });
   }
   return level;
-}
-
-/** How this node takes part in a fleet: through Kubernetes, through etcd, or not at all (never both). */
-function fleetOf(
-  { get, path }: Pick<FlagReader, 'get' | 'path'>,
-  env: NodeJS.ProcessEnv,
-): Pick<Settings, 'etcd' | 'kube' | 'kubeconfig' | 'nodeName'> {
-  const kubeconfig = path('kubeconfig', false);
-  const nodeName = get('node-name');
-  const slots = Number(get('fleet-slots'));
-  if (!Number.isInteger(slots) || slots < 1 || slots > 1000) {
-    throw new SpcdError(
-      'SETTINGS_INVALID',
-      `--fleet-slots: '${get('fleet-slots')}' must be an integer from 1 to 1000`,
-      {
-        flag: 'fleet-slots',
-      },
-    );
-  }
-  const inCluster = env.KUBERNETES_SERVICE_HOST !== undefined && nodeName !== undefined;
-  if (kubeconfig && !nodeName) {
-    throw new SpcdError('SETTINGS_INVALID', '--kubeconfig needs --node-name (or NODE_NAME)', {
-      flag: 'node-name',
-    });
-  }
-  const etcd = parseEtcdSettings(get, slots);
-  const fleetNode = nodeName ?? (etcd ? hostname() : undefined);
-  // over etcd a node's keys are named after it, and its etcd role is granted them by name (docs/explanation/fleet-over-etcd.md)
-  if (etcd && fleetNode !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$/.test(fleetNode))
-    throw new SpcdError(
-      'SETTINGS_INVALID',
-      `--node-name: '${fleetNode}' must be 1 to 253 of A-Z a-z 0-9 . _ - (it names this node's etcd keys)`,
-      { flag: 'node-name', value: fleetNode },
-    );
-  if (etcd && (kubeconfig || inCluster)) {
-    throw new SpcdError(
-      'SETTINGS_INVALID',
-      `--etcd-endpoints cannot be used with ${kubeconfig ? '--kubeconfig' : 'in-cluster Kubernetes (KUBERNETES_SERVICE_HOST and NODE_NAME)'}: a fleet coordinates through one of them`,
-      { flag: 'etcd-endpoints' },
-    );
-  }
-  const kube = kubeconfig || inCluster ? kubeOf(get, slots) : undefined;
-  if (!kube && boolFlagValue(get('kube-insecure')) !== false)
-    throw new SpcdError(
-      'SETTINGS_INVALID',
-      '--kube-insecure is set but neither --kubeconfig nor in-cluster Kubernetes is',
-      {
-        flag: 'kube-insecure',
-      },
-    );
-  return { etcd, kube, kubeconfig, nodeName: fleetNode };
-}
-
-function kubeOf(get: FlagReader['get'], fleetSlots: number): KubeSettings {
-  const insecure = boolFlagValue(get('kube-insecure'));
-  if (insecure === undefined)
-    throw new SpcdError(
-      'SETTINGS_INVALID',
-      `--kube-insecure: '${get('kube-insecure')}' is not true or false`,
-      {
-        flag: 'kube-insecure',
-        value: get('kube-insecure'),
-      },
-    );
-  return {
-    namespace: get('kube-namespace') ?? 'spcd-system',
-    desiredConfigMap: get('kube-desired-configmap'),
-    fleetSlots,
-    insecure,
-  };
 }

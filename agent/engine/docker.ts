@@ -6,6 +6,7 @@ import type { ObservedContainer } from '../model/observed.js';
 import { createBody } from './create-options.js';
 import { DEADLINES } from './deadlines.js';
 import { loadDockerode } from './load-dockerode.js';
+import { engineKind, healthStatus, type EngineKind } from './dialect.js';
 import { runExec } from './exec.js';
 import { mapEngineError, withDeadline } from './map-error.js';
 import { pullImage } from './pull.js';
@@ -30,12 +31,16 @@ import type {
 } from './types.js';
 
 export interface EngineInfo {
+  /** Docker, or Podman's Docker-compatible service. */
+  readonly kind: EngineKind;
   readonly version: string;
   readonly apiVersion: string;
   readonly liveRestore: boolean;
   readonly cgroupVersion: string;
   readonly cgroupDriver: string;
   readonly storageDriver: string;
+  /** Where the engine keeps images: DockerRootDir (Podman's graph root). */
+  readonly rootDir?: string;
 }
 
 interface InspectInfo {
@@ -49,7 +54,8 @@ interface InspectInfo {
     ExitCode: number;
     StartedAt: string;
     FinishedAt: string;
-    Health?: { Status: string };
+    Health?: { Status?: string } | null;
+    Healthcheck?: { Status?: string } | null;
   };
 }
 
@@ -59,7 +65,7 @@ const INSPECT_PARALLEL = 8;
 function toObserved(info: InspectInfo, adopted?: Identity): ObservedContainer | undefined {
   const identity = decodeIdentity(info.Config.Labels ?? undefined) ?? adopted;
   if (!identity) return undefined;
-  const health = info.State.Health?.Status;
+  const health = healthStatus(info.State);
   return {
     ...engineFacts(info),
     identity,
@@ -110,12 +116,14 @@ export class DockerEngine implements Engine {
       ]),
     );
     return {
+      kind: engineKind(version as Parameters<typeof engineKind>[0]),
       version: String(version.Version ?? ''),
       apiVersion: String(version.ApiVersion ?? ''),
       liveRestore: info.LiveRestoreEnabled === true,
       cgroupVersion: String(info.CgroupVersion ?? ''),
       cgroupDriver: String(info.CgroupDriver ?? ''),
       storageDriver: String(info.Driver ?? ''),
+      ...(typeof info.DockerRootDir === 'string' ? { rootDir: info.DockerRootDir } : {}),
     };
   }
 

@@ -1,6 +1,7 @@
 import { lineSplitter } from './lines.js';
 import type Dockerode from 'dockerode';
 import { LABEL } from '../model/labels.js';
+import { eventAction } from './dialect.js';
 import type { EngineEvent, EventSubscription } from './types.js';
 
 const ACTIONS = new Set(['start', 'die', 'stop', 'kill', 'destroy', 'create', 'oom', 'health_status']);
@@ -45,7 +46,7 @@ export function subscribeEvents(
               timeNano?: number;
               Actor?: { Attributes?: Record<string, string> };
             };
-            const action = (ev.Action ?? '').split(':')[0] ?? '';
+            const action = eventAction(ev.Action);
             if (!ACTIONS.has(action) || !ev.id) return;
             const attrs = ev.Actor?.Attributes ?? {};
             const exit = attrs.exitCode;

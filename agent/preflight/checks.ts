@@ -141,26 +141,52 @@ function versionAtLeast(v: string, major: number, minor: number): boolean {
   return Number(m[1]) > major || (Number(m[1]) === major && Number(m[2]) >= minor);
 }
 
-export function checkDockerEngine(info: DockerInfoLite | undefined): PreflightCheck {
+const ENGINE_NAME = { docker: 'Docker', podman: 'Podman' } as const;
+/** The oldest version of each engine spcd is tested on. */
+const OLDEST_TESTED = { docker: [20, 10], podman: [4, 3] } as const;
+
+export function checkDockerEngine(
+  info: DockerInfoLite | undefined,
+  expected?: DockerInfoLite['kind'],
+): PreflightCheck {
   if (!info)
     return {
       name: 'docker-engine',
       ok: false,
       severity: 'block',
-      detail: 'the Docker engine does not answer on its socket: nothing can be adopted or started',
+      detail: 'the container engine does not answer on its socket: nothing can be adopted or started',
     };
-  const ok = versionAtLeast(info.version, 20, 10);
+  const name = ENGINE_NAME[info.kind];
+  if (expected && expected !== info.kind)
+    return {
+      name: 'docker-engine',
+      ok: false,
+      severity: 'block',
+      detail: `--engine ${expected}, but ${name} ${info.version} answers on the socket: set --engine or --docker-socket`,
+    };
+  const [major, minor] = OLDEST_TESTED[info.kind];
+  const ok = versionAtLeast(info.version, major, minor);
   return {
     name: 'docker-engine',
     ok,
     severity: ok ? 'block' : 'warn',
-    detail: ok ? `Docker ${info.version}` : `Docker ${info.version} is older than 20.10, the oldest tested`,
+    detail: ok
+      ? `${name} ${info.version}`
+      : `${name} ${info.version} is older than ${major}.${minor}, the oldest tested`,
   };
 }
 
 export function checkLiveRestore(info: DockerInfoLite | undefined): PreflightCheck {
   if (!info)
     return { name: 'docker-live-restore', ok: false, severity: 'warn', detail: 'engine unreachable' };
+  if (info.kind === 'podman')
+    return {
+      name: 'docker-live-restore',
+      ok: true,
+      severity: 'warn',
+      detail:
+        'Podman: each container is held by its own conmon, not by the API service, and keeps running across its restart',
+    };
   return {
     name: 'docker-live-restore',
     ok: info.liveRestore,

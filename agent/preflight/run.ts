@@ -44,7 +44,7 @@ export async function runPreflight(deps: PreflightDeps): Promise<PreflightReport
     freeBytes(deps.stateDir).catch(() => undefined),
   ]);
   const checks: PreflightCheck[] = [
-    checkDockerEngine(docker),
+    checkDockerEngine(docker, deps.expectedEngine),
     checkLiveRestore(docker),
     cgroups,
     libvirtd,

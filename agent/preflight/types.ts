@@ -22,6 +22,8 @@ export interface PreflightReport {
 }
 
 export interface DockerInfoLite {
+  /** Docker, or Podman's Docker-compatible service. */
+  readonly kind: 'docker' | 'podman';
   readonly version: string;
   readonly liveRestore: boolean;
   readonly cgroupVersion: string;
@@ -45,6 +47,8 @@ export interface PreflightDeps {
   /** Default /run (for systemd's timesync marker). */
   readonly runRoot?: string;
   readonly engine: EngineFacts;
+  /** The engine the operator named (--engine); undefined: whichever answers. */
+  readonly expectedEngine?: 'docker' | 'podman';
   readonly stateDir: string;
   /** ms since epoch. */
   readonly now: () => number;

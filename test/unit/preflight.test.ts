@@ -2,11 +2,13 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { checkDockerEngine, checkLiveRestore } from '../../agent/preflight/checks.js';
 import { formatPreflight, runPreflight } from '../../agent/preflight/run.js';
 import type { DockerInfoLite, PreflightDeps } from '../../agent/preflight/types.js';
 
 const GiB = 1024 ** 3;
 const engine: DockerInfoLite = {
+  kind: 'docker',
   version: '20.10.24',
   liveRestore: true,
   cgroupVersion: '1',
@@ -162,5 +164,33 @@ describe('preflight on this machine (real /proc, /sys, /dev)', () => {
     expect(failed.length).toBeGreaterThan(0);
     for (const c of failed)
       expect(c.detail).toMatch(/no |not |absent|unreadable|cannot|off|older|free under/);
+  });
+});
+
+describe('preflight on a Podman host', () => {
+  const podman: DockerInfoLite = { ...engine, kind: 'podman', version: '4.3.1', liveRestore: false };
+
+  it('names Podman, and takes 4.3 as the oldest tested version', () => {
+    expect(checkDockerEngine(podman)).toMatchObject({ ok: true, detail: 'Podman 4.3.1' });
+    expect(checkDockerEngine({ ...podman, version: '4.2.0' })).toMatchObject({
+      ok: false,
+      severity: 'warn',
+      detail: 'Podman 4.2.0 is older than 4.3, the oldest tested',
+    });
+  });
+
+  it('blocks when the engine that answers is not the one --engine names', () => {
+    expect(checkDockerEngine(engine, 'podman')).toMatchObject({
+      ok: false,
+      severity: 'block',
+      detail: expect.stringMatching(/^--engine podman, but Docker 20\.10\.24 answers on the socket/),
+    });
+    expect(checkDockerEngine(podman, 'docker')).toMatchObject({ ok: false, severity: 'block' });
+    expect(checkDockerEngine(podman, 'podman').ok).toBe(true);
+  });
+
+  it('does not ask Podman for live-restore, which it has no daemon for', () => {
+    expect(checkLiveRestore(podman)).toMatchObject({ ok: true, detail: expect.stringMatching(/conmon/) });
+    expect(checkLiveRestore({ ...engine, liveRestore: false }).ok).toBe(false);
   });
 });

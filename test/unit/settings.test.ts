@@ -26,6 +26,18 @@ describe('daemon settings', () => {
     expect(s.systemctl).toEqual(['systemctl']);
   });
 
+  it("takes --engine docker, podman or auto, with each engine's socket as the default", () => {
+    expect(parse([]).engine).toBeUndefined();
+    expect(parse(['--engine', 'docker']).engine).toBe('docker');
+    const podman = parse([], { SPCD_ENGINE: 'podman' });
+    expect(podman.engine).toBe('podman');
+    expect(podman.dockerSocket).toBe('/run/podman/podman.sock');
+    expect(parse(['--engine', 'podman', '--docker-socket', '/x/p.sock']).dockerSocket).toBe('/x/p.sock');
+    expect(() => parse(['--engine', 'containerd'])).toThrow(
+      expect.objectContaining({ code: 'SETTINGS_INVALID', details: { flag: 'engine', value: 'containerd' } }),
+    );
+  });
+
   it("splits --systemctl into the command's words", () => {
     expect(parse([], { SPCD_SYSTEMCTL: 'nsenter --target 1  --mount -- systemctl' }).systemctl).toEqual([
       'nsenter',

@@ -1,0 +1,44 @@
+/**
+ * The engines spcd speaks to through Docker's API: Docker, and Podman's
+ * Docker-compatible service. Where Podman's answers differ in a way spcd
+ * reads, both shapes are read here, whichever engine answers, so a wrong
+ * guess of the engine can never drop an event or a health status.
+ * docs/decisions/0068-podman-engine.md lists each difference.
+ */
+
+export type EngineKind = 'docker' | 'podman';
+
+/** Podman's names for container events whose Docker name spcd acts on. */
+const EVENT_ALIASES: Readonly<Record<string, string>> = {
+  // Podman 4 reports a removal as `remove`; Docker says `destroy`.
+  remove: 'destroy',
+  // Some Podman versions say `died` where Docker says `die` (podman #10168).
+  died: 'die',
+};
+
+/** The Docker name of an event's action (`exec_start: sh -c ...` is `exec_start`). */
+export function eventAction(raw: string | undefined): string {
+  const action = (raw ?? '').split(':')[0] ?? '';
+  return EVENT_ALIASES[action] ?? action;
+}
+
+/** A container's health status: Docker's `State.Health`, or `State.Healthcheck` of some Podman versions (#11645). */
+export function healthStatus(state: {
+  readonly Health?: { readonly Status?: string } | null;
+  readonly Healthcheck?: { readonly Status?: string } | null;
+}): string | undefined {
+  return state.Health?.Status ?? state.Healthcheck?.Status ?? undefined;
+}
+
+/** Which engine answers, from its /version: Podman names itself among the components. */
+export function engineKind(version: {
+  readonly Components?: readonly { readonly Name?: string }[];
+}): EngineKind {
+  return (version.Components ?? []).some((c) => c.Name === 'Podman Engine') ? 'podman' : 'docker';
+}
+
+/** Where each engine's API socket is unless the operator says otherwise (kolla-ansible's paths). */
+export const DEFAULT_SOCKET: Readonly<Record<EngineKind, string>> = {
+  docker: '/var/run/docker.sock',
+  podman: '/run/podman/podman.sock',
+};

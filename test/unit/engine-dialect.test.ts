@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { engineKind, eventAction, healthStatus } from '../../agent/engine/dialect.js';
+
+describe("the engine's dialect: Docker's names and Podman's read alike", () => {
+  it("reads Podman's event names as Docker's", () => {
+    expect(eventAction('remove')).toBe('destroy');
+    expect(eventAction('died')).toBe('die');
+    expect(eventAction('destroy')).toBe('destroy');
+    expect(eventAction('die')).toBe('die');
+    expect(eventAction('exec_start: sh -c true')).toBe('exec_start');
+    expect(eventAction(undefined)).toBe('');
+  });
+
+  it("reads the health status from State.Health or Podman's State.Healthcheck", () => {
+    expect(healthStatus({ Health: { Status: 'healthy' } })).toBe('healthy');
+    expect(healthStatus({ Healthcheck: { Status: 'unhealthy' } })).toBe('unhealthy');
+    expect(healthStatus({ Health: null, Healthcheck: null })).toBeUndefined();
+    expect(healthStatus({})).toBeUndefined();
+  });
+
+  it('tells Podman from Docker by the components /version lists', () => {
+    expect(engineKind({ Components: [{ Name: 'Podman Engine' }, { Name: 'Conmon' }] })).toBe('podman');
+    expect(engineKind({ Components: [{ Name: 'Engine' }, { Name: 'containerd' }] })).toBe('docker');
+    expect(engineKind({})).toBe('docker');
+  });
+});
