@@ -1,16 +1,12 @@
 import { toSpcdError } from '../errors.js';
-import type { Clock } from '../model/clock.js';
 import type { Journal } from '../state/journal.js';
-import type { ContainerLedger } from './ledger.js';
 import type { ContainerLocks, LockingOperation } from './locks.js';
 import type { QuarantineBook } from './quarantine.js';
 
 export interface ExclusiveDeps {
   readonly locks: ContainerLocks;
-  readonly ledger: ContainerLedger;
   readonly quarantine: QuarantineBook;
   readonly journal: Pick<Journal, 'fileOf' | 'read'>;
-  readonly clock: Clock;
   /** Throws CONFLICT when the container is locked or has an intent, SHUTTING_DOWN while spcd stops. */
   readonly assertFree: (name: string) => void;
   /** The container is free again: a pass may have waited for it. */
@@ -19,10 +15,11 @@ export interface ExclusiveDeps {
 
 /**
  * Every task that locks a container: a step, a quarantine retry, an
- * operator's release. Each takes the container's lock, gives it back however
- * it ends, and notes a failure in the ledger (and quarantines the container
- * when its journal entry is left). Only the Reconciler has one, so nothing
- * outside reconciler/ runs code under a container's lock.
+ * operator's release, each the launcher's (which notes a failure in the
+ * ledger). Each takes the container's lock, gives it back however it ends,
+ * and quarantines the container when a failure left its journal entry. Only
+ * the Reconciler has one, and hands its `run` to the launcher alone, so
+ * nothing outside reconciler/ runs code under a container's lock.
  */
 export class ExclusiveRunner {
   private readonly tasks = new Set<Promise<void>>();
@@ -61,9 +58,7 @@ export class ExclusiveRunner {
     try {
       return await fn();
     } catch (err) {
-      const e = toSpcdError(err);
-      this.d.ledger.errored(name, e, this.d.clock.now());
-      await this.d.quarantine.afterFailure(name, e, this.d.journal);
+      await this.d.quarantine.afterFailure(name, toSpcdError(err), this.d.journal);
       throw err;
     } finally {
       this.d.locks.release(name);

@@ -19,9 +19,9 @@ export interface QuarantineRetryDeps {
   /** A retry was asked for: a pass plans it. */
   readonly trigger: () => void;
   /**
-   * The container leaves quarantine: its ledger forgets the error, and the
-   * desired containers are taken again (a change the retry committed may
-   * have moved a pin) before it is planned again.
+   * The container leaves quarantine (the launcher had its ledger forget the
+   * error): the desired containers are taken again (a change the retry
+   * committed may have moved a pin) before it is planned again.
    */
   readonly cleared: (name: string) => Promise<void>;
 }

@@ -8,7 +8,7 @@ import type { DesiredContainer, HealRequest, Intent, Plan, RuntimeFacts } from '
 import { prepareStart } from '../executor/startup.js';
 import { EngineWatch, ENGINE_RETRY_MS } from './engine-watch.js';
 import { ExclusiveRunner } from './exclusive.js';
-import { forgetAdoption, type Released } from './adoption-release.js';
+import type { Released } from './adoption-release.js';
 import { Heals } from './heal.js';
 import { followHealth } from './health-follow.js';
 import { ContainerLedger } from './ledger.js';
@@ -74,8 +74,7 @@ export class Reconciler {
       book: this.quarantine,
       locked: (name) => this.locks.lockedBy(name) !== null,
       trigger: () => this.trigger(),
-      cleared: async (name) => {
-        this.ledger.errorCleared(name);
+      cleared: async () => {
         if (this.refresh) this.desired = await this.refresh();
       },
     });
@@ -89,10 +88,8 @@ export class Reconciler {
     this.locks = new ContainerLocks(() => this.watch.listing());
     this.exclusive = new ExclusiveRunner({
       locks: this.locks,
-      ledger: this.ledger,
       quarantine: this.quarantine,
       journal: deps.exec.journal,
-      clock: deps.clock,
       assertFree: (name) => this.assertFree(name),
       released: () => this.trigger(),
     });
@@ -110,6 +107,7 @@ export class Reconciler {
     this.launcher = new StepLauncher({
       exec: deps.exec,
       log: deps.log,
+      clock: deps.clock,
       ledger: this.ledger,
       locks: this.locks,
       intents: this.intents,
@@ -304,7 +302,7 @@ export class Reconciler {
    * `adopt`); the container runs on untouched. NOT_FOUND when not adopted; CONFLICT when locked.
    */
   releaseAdoption(name: string, id: string): Promise<Released> {
-    return this.exclusive.run(name, { id, kind: 'adopt' }, () => forgetAdoption(this.deps.exec, name));
+    return this.launcher.release(name, id);
   }
 
   /** Tries every quarantined container again (spcctl reload / SIGHUP), each a `recover` step; resolves with those still quarantined. */

@@ -17,15 +17,14 @@ import { upgradeContainer } from '../executor/upgrade.js';
 import { adoptContainer } from '../executor/adopt.js';
 import { retryQuarantined, type QuarantinedEntry } from '../executor/recover.js';
 import type { Step, StepKind } from '../planner/types.js';
-import type { ContainerLedger } from './ledger.js';
+import type { LedgerEntry } from './ledger.js';
 import type { IntentResult } from './intents.js';
 
 export { stepContainer } from '../planner/plan.js';
 
-/** What every executor is given besides its step. */
-export interface StepContext {
+/** What the launcher gives every step besides the ledger's facts (step-ledger.ts). */
+export interface StepDeps {
   readonly exec: ExecutorDeps;
-  readonly ledger: ContainerLedger;
   /** The operation the step runs under (the operator's, a heal's, or the pass's). */
   readonly operationId: string;
   /** A heal's restart: the next pass watches the new start afresh. */
@@ -34,6 +33,30 @@ export interface StepContext {
   readonly pinned: (spec: ContainerSpec) => void;
   /** A quarantine's retry ended: 'cleared' (it leaves quarantine) or the entry as it stands now. */
   readonly recovered: (name: string, outcome: 'cleared' | QuarantinedEntry) => Promise<void>;
+}
+
+/**
+ * What an executor is given: no ledger. The launcher records the step in it
+ * (step-ledger.ts) and hands the executor what it read there as data.
+ */
+export interface StepContext extends StepDeps {
+  /** Taken or read from the ledger before the step ran. */
+  readonly facts: StepFacts;
+  /**
+   * The step reached the point from which its record holds (the operator's
+   * start written; a heal's restart past its guard and census, stopping at
+   * `at`; a quarantine's entry resolved): the launcher records it, and
+   * answers with the entry as it stands.
+   */
+  readonly reached: (at: number) => Pick<LedgerEntry, 'restartCount' | 'backoff'>;
+}
+
+/** The ledger's facts an executor needs. */
+export interface StepFacts {
+  /** The pending heal's reason, taken for this step. */
+  readonly heal?: string | undefined;
+  /** Why spcd stopped trying, when it did. */
+  readonly failed?: string | null;
 }
 
 /**
@@ -59,26 +82,23 @@ const present = (s: { observed: ObservedContainer | undefined; desired: { spec: 
 };
 
 export const EXECUTORS: Executors = {
-  async create(s, { exec, ledger, operationId }) {
-    ledger.created(s.desired.spec.name, exec.clock.now());
+  async create(s, { exec, operationId }) {
     await createContainer(exec, s.desired, operationId);
-    ledger.errorCleared(s.desired.spec.name);
   },
 
-  async start(s, { exec, ledger }) {
+  async start(s, { exec, reached }) {
     const name = s.desired.spec.name;
     if (s.origin.by === 'operator') {
       // The operator's start ends the operator's stop and the failure, whatever runs.
       await exec.state.setOperatorStopped(name, false);
-      ledger.operatorStarted(name);
+      reached(exec.clock.now());
       if (s.observed) await resumeContainer(exec, s.observed);
       return { generation: s.observed?.identity.generation ?? 0 };
     }
-    ledger.started(name, exec.clock.now());
     await startContainer(exec, present(s), s.reason);
   },
 
-  async stop(s, { exec, ledger }) {
+  async stop(s, { exec, facts }) {
     const name = s.desired.spec.name;
     const p = s.observed;
     if (s.origin.by === 'operator') {
@@ -88,9 +108,8 @@ export const EXECUTORS: Executors = {
       return { generation: p?.identity.generation ?? 0 };
     }
     // A check's action stop: stop it and leave it failed for an operator (no VM-safety guard, decision 0056).
-    ledger.takeHeal(name);
     const { stoppedAt: at } = await stopContainer(exec, present(s), s.desired.spec.stopGraceMs);
-    const reason = ledger.of(name).failed ?? s.reason;
+    const reason = facts.failed ?? s.reason;
     exec.events.publish({ type: 'state', at, container: name, from: 'running', to: 'failed', reason });
   },
 
@@ -141,8 +160,9 @@ export const EXECUTORS: Executors = {
     await removeContainer(exec, s.observed, s.reason, s.definitionDeleted);
   },
 
-  async recover(s, { exec, recovered }) {
+  async recover(s, { exec, recovered, reached }) {
     const outcome = await retryQuarantined(exec, s.container);
+    if (outcome === 'cleared') reached(exec.clock.now());
     await recovered(s.container, outcome);
     return { quarantined: outcome !== 'cleared' };
   },
@@ -185,17 +205,17 @@ async function operatorRestart(
 async function healRestart(
   spec: ContainerSpec,
   p: ObservedContainer,
-  { exec, ledger, operationId, forgetHealth }: StepContext,
+  { exec, facts, reached, operationId, forgetHealth }: StepContext,
   planned: string,
 ): Promise<void> {
   const name = spec.name;
-  const reason = ledger.takeHeal(name) ?? planned;
+  const reason = facts.heal ?? planned;
   const running = isRunning(p);
   if (running) await guardHypervisorStop(exec, spec, p);
   const recorded = exec.state.generation(name, p.identity.generation)?.spec.census;
   const census = running ? await censusBefore(exec, recorded ?? spec.census, p.id) : undefined;
   const now = exec.clock.now();
-  const after = ledger.healing(name, now);
+  const after = reached(now);
   // No probing while spcd stops and starts it; the next pass watches the new start afresh.
   forgetHealth(name);
   exec.log.warn(

@@ -1,18 +1,24 @@
 import { toSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { Clock } from '../model/clock.js';
 import type { ContainerSpec } from '../model/spec.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import type { Step } from '../planner/types.js';
+import { forgetAdoption, type Released } from './adoption-release.js';
 import type { QuarantineRetry } from './quarantine-retry.js';
-import type { IntentBook } from './intents.js';
+import type { IntentBook, IntentResult } from './intents.js';
 import type { ContainerLedger } from './ledger.js';
 import type { ContainerLocks, LockingOperation } from './locks.js';
 import type { Operations } from './operations.js';
-import { giveUpReason, runStep, stepContainer, type StepContext } from './steps.js';
+import { recordError, recordStep, stepFailed, stepLaunched } from './step-ledger.js';
+import { stepContainer, type StepDeps } from './steps.js';
 
 export interface LauncherDeps {
   readonly exec: ExecutorDeps;
   readonly log: Logger;
+  /** Dates a step's or a release's error. */
+  readonly clock: Clock;
+  /** Written here alone (step-ledger.ts): a step's effects and outcome, a release's failure. */
   readonly ledger: ContainerLedger;
   readonly locks: ContainerLocks;
   readonly intents: IntentBook;
@@ -36,7 +42,8 @@ const MAX_PARALLEL_TASKS = 4;
  * Step 4 of a pass: each step a task that locks its container, run through the
  * executor table (steps.ts). The step's origin says under which operation:
  * the operator's step runs under its intent's operation and settles it; a
- * heal's and a planned one run under their own.
+ * heal's and a planned one run under their own. It alone records a step in
+ * the ledger, by the effects step-ledger.ts declares; executors read none.
  */
 export class StepLauncher {
   constructor(private readonly d: LauncherDeps) {}
@@ -53,10 +60,9 @@ export class StepLauncher {
       }
       if (origin.by === 'operator') {
         const settle = intents.take(name);
-        // The operator's step stands for a heal asked for meanwhile: one restart, not two.
-        ledger.takeHeal(name);
+        stepLaunched(ledger, s);
         const op = origin.operation;
-        settle?.(this.d.runExclusive(name, op, () => runStep(s, this.context(op.id))));
+        settle?.(this.run(s, op));
         continue;
       }
       if (this.d.busyTasks() >= MAX_PARALLEL_TASKS) {
@@ -65,16 +71,32 @@ export class StepLauncher {
       }
       const kind = origin.by === 'heal' ? 'heal' : 'reconcile';
       const op: LockingOperation = { id: this.d.operations.newId(kind), kind };
-      const running = this.d.runExclusive(name, op, () => runStep(s, this.context(op.id)));
+      const running = this.run(s, op);
       this.d.operations.follow({ operationId: op.id, kind, target: name, step: s.kind }, running);
       running.catch((err: unknown) => {
         const e = toSpcdError(err);
-        // A heal's failure is in the ledger already (exclusive.ts): it is not a failed step.
-        if (e.code === 'CONFLICT' || origin.by === 'heal') return;
-        ledger.stepFailed(name, e, this.d.exec.clock.now(), giveUpReason(s, e));
+        // A heal's failure is its last error only (recordStep): it is not a failed step.
+        if (!stepFailed(ledger, s, e, this.d.exec.clock.now())) return;
         this.d.log.warn({ container: name, step: s.kind, code: e.code, err: e.message }, 'step failed');
       });
     }
+  }
+
+  /**
+   * The operator's release: forgets the container's adoption with the container
+   * locked by operation `id` (an `adopt`); no step (decision 0059), its failure
+   * shown as the container's last error as a step's is.
+   */
+  release(name: string, id: string): Promise<Released> {
+    const { exec, ledger } = this.d;
+    return this.d.runExclusive(name, { id, kind: 'adopt' }, () =>
+      recordError(
+        ledger,
+        name,
+        () => this.d.clock.now(),
+        () => forgetAdoption(exec, name),
+      ),
+    );
   }
 
   /**
@@ -88,7 +110,7 @@ export class StepLauncher {
       s.origin.by === 'operator'
         ? s.origin.operation
         : { id: this.d.operations.newId('recover'), kind: 'recover' };
-    const running = this.d.runExclusive(name, op, () => runStep(s, this.context(op.id)));
+    const running = this.run(s, op);
     this.d.operations.follow({ operationId: op.id, kind: 'recover', target: name, step: s.kind }, running);
     this.d.retries.started(name, running);
     running.catch((err: unknown) => {
@@ -97,10 +119,15 @@ export class StepLauncher {
     });
   }
 
-  private context(operationId: string): StepContext {
+  /** One step with its container locked, recorded in the ledger around it. */
+  private run(s: Step, op: LockingOperation): Promise<IntentResult> {
+    const record = () => recordStep(s, this.d.ledger, this.deps(op.id), () => this.d.clock.now());
+    return this.d.runExclusive(stepContainer(s), op, record);
+  }
+
+  private deps(operationId: string): StepDeps {
     return {
       exec: this.d.exec,
-      ledger: this.d.ledger,
       operationId,
       forgetHealth: this.d.forgetHealth,
       pinned: this.d.pinned,

@@ -4,20 +4,20 @@ import { DEFAULT_BACKOFF } from '../../agent/model/backoff.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
 import { ContainerLedger } from '../../agent/reconciler/ledger.js';
-import { runStep, type StepContext } from '../../agent/reconciler/steps.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakeEngine } from '../support/fake-engine.js';
 import { FakeProcess } from '../support/fake-executor.js';
 import { desired } from '../support/fake-reconciler.js';
 import { BY_HEAL } from '../support/planner.js';
 import { containerSpec } from '../support/spec.js';
+import { stepRunner } from '../support/steps.js';
 
 /**
  * A heal's restart of a hypervisor (a failing check's `action: restart`)
  * stops it as the operator's restart does: the VM-safety guard before the
  * stop while VMs run, the domain census around it. One that no longer runs
  * has nothing to stop. Fake engine, fake clock, the step run through the
- * executor table as the launcher runs it.
+ * executor table as the launcher runs it (its ledger effects around it).
  */
 const U1 = '8f2c1a9e-0000-4000-8000-000000000001';
 const CENSUS = { argv: ['virsh', 'list', '--uuid'], timeoutMs: 2_000 };
@@ -53,16 +53,13 @@ async function setup(spec: ContainerSpec, vms: readonly { pid: number; name: str
   const first = await p.first(spec);
   const ledger = new ContainerLedger(DEFAULT_BACKOFF);
   ledger.unhealthy(spec.name, 'restart', 'probe failed', 'check probe failed 3 times', clock.now());
-  const ctx: StepContext = {
-    exec: { ...p.deps, vms: { runningVms: () => Promise.resolve(vms) } },
+  const step = stepRunner(
     ledger,
-    operationId: 'heal-1',
-    forgetHealth: () => undefined,
-    pinned: () => undefined,
-    recovered: () => Promise.resolve(),
-  };
+    { ...p.deps, vms: { runningVms: () => Promise.resolve(vms) } },
+    { operationId: 'heal-1' },
+  );
   const heal = (observed: ObservedContainer) =>
-    runStep({ kind: 'restart', desired: desired(spec), observed, reason: 'heal', origin: BY_HEAL }, ctx);
+    step({ kind: 'restart', desired: desired(spec), observed, reason: 'heal', origin: BY_HEAL });
   return { p, first, ledger, heal };
 }
 

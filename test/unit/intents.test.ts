@@ -9,10 +9,11 @@ import type { ContainerSpec, DesiredState } from '../../agent/model/spec.js';
 import { desiredContainers } from '../../agent/planner/pins.js';
 import { ContainerLedger } from '../../agent/reconciler/ledger.js';
 import type { Reconciler } from '../../agent/reconciler/reconciler.js';
-import { EXECUTORS, runStep, type Executors, type StepContext } from '../../agent/reconciler/steps.js';
+import { EXECUTORS, type Executors } from '../../agent/reconciler/steps.js';
 import { FakeProcess, INSTANCE } from '../support/fake-executor.js';
 import { desired, fakeReconciler, run, until, type FakeHealthRoom } from '../support/fake-reconciler.js';
 import { BY_HEAL, BY_PLAN, byOperator, upgradeIntent } from '../support/planner.js';
+import { stepRunner } from '../support/steps.js';
 import { amqpCheck, containerSpec } from '../support/spec.js';
 
 /**
@@ -167,14 +168,7 @@ describe('the executor table', () => {
     p.engine.addImage('img:2');
     const ledger = new ContainerLedger(POLICY);
     const pinned: string[] = [];
-    const ctx: StepContext = {
-      exec: p.deps,
-      ledger,
-      operationId: 'op-1',
-      forgetHealth: () => undefined,
-      pinned: (spec) => pinned.push(spec.image),
-      recovered: () => Promise.resolve(),
-    };
+    const step = stepRunner(ledger, p.deps, { pinned: (spec) => void pinned.push(spec.image) });
     const d = desired(SVC);
     const observed = async () => {
       const o = await p.engine.inspect(p.engine.byName('svc')?.id ?? 'none');
@@ -184,81 +178,81 @@ describe('the executor table', () => {
     const state = () => p.engine.byName('svc')?.state;
     const op = { id: 'op', kind: 'restart' } as const;
 
-    await runStep({ kind: 'create', desired: d, reason: 'not present', origin: BY_PLAN }, ctx);
+    await step({ kind: 'create', desired: d, reason: 'not present', origin: BY_PLAN });
     expect(state()).toBe('running');
 
     expect(
-      await runStep(
-        { kind: 'stop', desired: d, observed: await observed(), reason: 'r', origin: byOperator(op) },
-        ctx,
-      ),
+      await step({
+        kind: 'stop',
+        desired: d,
+        observed: await observed(),
+        reason: 'r',
+        origin: byOperator(op),
+      }),
     ).toEqual({
       generation: 1,
     });
     expect([state(), p.deps.state.record('svc')?.heldStopped]).toEqual(['exited', true]);
 
-    await runStep(
-      { kind: 'start', desired: d, observed: await observed(), reason: 'r', origin: byOperator(op) },
-      ctx,
-    );
+    await step({
+      kind: 'start',
+      desired: d,
+      observed: await observed(),
+      reason: 'r',
+      origin: byOperator(op),
+    });
     expect([state(), p.deps.state.record('svc')?.heldStopped]).toEqual(['running', false]);
 
-    const r = await runStep(
-      { kind: 'restart', desired: d, observed: await observed(), reason: 'r', origin: byOperator(op) },
-      ctx,
-    );
+    const r = await step({
+      kind: 'restart',
+      desired: d,
+      observed: await observed(),
+      reason: 'r',
+      origin: byOperator(op),
+    });
     expect(r).toMatchObject({ generation: 1, windowMs: expect.any(Number) });
 
     ledger.unhealthy('svc', 'restart', 'probe failed', 'check probe failed 3 times', p.clock.now());
-    await runStep(
-      { kind: 'restart', desired: d, observed: await observed(), reason: 'heal', origin: BY_HEAL },
-      ctx,
-    );
+    await step({ kind: 'restart', desired: d, observed: await observed(), reason: 'heal', origin: BY_HEAL });
     expect(ledger.of('svc')).toMatchObject({ pendingHeal: null, restartCount: 1 });
     expect(p.events.some((e) => e.type === 'state' && e.to === 'restarting')).toBe(true);
 
     const v2 = desired({ ...SVC, image: 'img:2' });
-    await runStep(
-      { kind: 'replace', desired: v2, observed: await observed(), reason: 'spec changed', origin: BY_PLAN },
-      ctx,
-    );
+    await step({
+      kind: 'replace',
+      desired: v2,
+      observed: await observed(),
+      reason: 'spec changed',
+      origin: BY_PLAN,
+    });
     expect(p.engine.byName('svc')).toMatchObject({ state: 'running', image: 'img:2' });
 
     const back = { ...SVC, image: 'img:1' };
     const intent = upgradeIntent({ ...SVC, image: 'img:2' }, specHash(back), 'op-up');
-    await runStep(
-      {
-        kind: 'upgrade',
-        desired: d,
-        observed: await observed(),
-        reason: 'upgrade requested',
-        intent,
-        origin: byOperator(intent.operation),
-      },
-      ctx,
-    );
+    await step({
+      kind: 'upgrade',
+      desired: d,
+      observed: await observed(),
+      reason: 'upgrade requested',
+      intent,
+      origin: byOperator(intent.operation),
+    });
     expect(p.deps.state.record('svc')?.pin?.spec.image).toBe('img:2');
     expect(pinned).toEqual(['img:2']);
 
     ledger.unhealthy('svc', 'stop', 'probe failed', 'check probe failed 3 times', p.clock.now());
-    await runStep(
-      { kind: 'stop', desired: d, observed: await observed(), reason: 'heal', origin: BY_HEAL },
-      ctx,
-    );
+    await step({ kind: 'stop', desired: d, observed: await observed(), reason: 'heal', origin: BY_HEAL });
     expect(state()).toBe('exited');
     expect(p.events.some((e) => e.type === 'state' && e.to === 'failed')).toBe(true);
 
     const last = await observed();
-    await runStep(
-      {
-        kind: 'remove',
-        observed: last,
-        reason: 'definition deleted',
-        definitionDeleted: true,
-        origin: BY_PLAN,
-      },
-      ctx,
-    );
+    await step({
+      kind: 'remove',
+      observed: last,
+      reason: 'definition deleted',
+      definitionDeleted: true,
+      origin: BY_PLAN,
+    });
     expect(p.engine.byName('svc')).toBeUndefined();
 
     // A container spcd did not create, under a desired name: adopted, not started or stopped.
@@ -275,17 +269,14 @@ describe('the executor table', () => {
     if (!candidate) throw new Error('the unlabeled svc is not seen');
     const adoptOp = { id: 'op-adopt', kind: 'adopt' } as const;
     const calls = p.engine.calls.length;
-    const adopted = await runStep(
-      {
-        kind: 'adopt',
-        desired: d,
-        candidate: { container: candidate },
-        managed: undefined,
-        reason: 'r',
-        origin: byOperator(adoptOp),
-      },
-      ctx,
-    );
+    const adopted = await step({
+      kind: 'adopt',
+      desired: d,
+      candidate: { container: candidate },
+      managed: undefined,
+      reason: 'r',
+      origin: byOperator(adoptOp),
+    });
     expect(adopted).toEqual({ generation: p.deps.state.record('svc')?.adopted?.generation });
     expect(p.deps.state.record('svc')?.adopted?.id).toBe(kolla.id);
     expect(p.engine.calls.slice(calls).map((c) => c.kind)).toEqual(['inspectUnlabeled']);

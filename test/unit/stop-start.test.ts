@@ -5,13 +5,13 @@ import { restartContainer, resumeContainer, stopContainer } from '../../agent/ex
 import { DEFAULT_BACKOFF } from '../../agent/model/backoff.js';
 import type { ObservedContainer } from '../../agent/model/observed.js';
 import { ContainerLedger } from '../../agent/reconciler/ledger.js';
-import { runStep, type StepContext } from '../../agent/reconciler/steps.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { FakeEngine } from '../support/fake-engine.js';
 import { FakeProcess } from '../support/fake-executor.js';
 import { desired, settle } from '../support/fake-reconciler.js';
 import { BY_HEAL, byOperator } from '../support/planner.js';
 import { containerSpec } from '../support/spec.js';
+import { stepRunner } from '../support/steps.js';
 
 /**
  * The executor's one place that stops and starts a container it keeps
@@ -125,28 +125,21 @@ describe('restartContainer', () => {
 });
 
 describe('the steps that stop and start through it', () => {
-  const context = (p: FakeProcess, ledger: ContainerLedger): StepContext => ({
-    exec: p.deps,
-    ledger,
-    operationId: 'op-1',
-    forgetHealth: () => undefined,
-    pinned: () => undefined,
-    recovered: () => Promise.resolve(),
-  });
+  const stepper = (p: FakeProcess, ledger: ContainerLedger) => stepRunner(ledger, p.deps);
   const op = { id: 'op', kind: 'stop' } as const;
 
   it("an operator's stop of a stopped container and start of a running one call no engine", async () => {
     const { p, engine, svc } = await setup();
-    const ctx = context(p, new ContainerLedger(DEFAULT_BACKOFF));
+    const step = stepper(p, new ContainerLedger(DEFAULT_BACKOFF));
     const d = desired(SVC);
-    await runStep({ kind: 'start', desired: d, observed: svc, reason: 'r', origin: byOperator(op) }, ctx);
+    await step({ kind: 'start', desired: d, observed: svc, reason: 'r', origin: byOperator(op) });
     expect(p.engine.count('start')).toBe(1);
-    await runStep({ kind: 'stop', desired: d, observed: svc, reason: 'r', origin: byOperator(op) }, ctx);
+    await step({ kind: 'stop', desired: d, observed: svc, reason: 'r', origin: byOperator(op) });
     expect(engine.graces).toEqual([7_000]);
     const stopped = await inspect(p, svc.id);
-    await runStep({ kind: 'stop', desired: d, observed: stopped, reason: 'r', origin: byOperator(op) }, ctx);
+    await step({ kind: 'stop', desired: d, observed: stopped, reason: 'r', origin: byOperator(op) });
     expect(engine.graces).toEqual([7_000]);
-    await runStep({ kind: 'start', desired: d, observed: stopped, reason: 'r', origin: byOperator(op) }, ctx);
+    await step({ kind: 'start', desired: d, observed: stopped, reason: 'r', origin: byOperator(op) });
     expect([p.engine.count('start'), p.engine.byName('svc')?.state]).toEqual([2, 'running']);
   });
 
@@ -156,10 +149,16 @@ describe('the steps that stop and start through it', () => {
     ledger.unhealthy('svc', 'stop', 'probe failed', 'check probe failed 3 times', p.clock.now());
     p.engine.fault({ kind: 'stop', nth: 1, hang: true });
     const began = p.clock.now();
-    const stopping = runStep(
-      { kind: 'stop', desired: desired(SVC), observed: svc, reason: 'heal', origin: BY_HEAL },
-      context(p, ledger),
-    );
+    const stopping = stepper(
+      p,
+      ledger,
+    )({
+      kind: 'stop',
+      desired: desired(SVC),
+      observed: svc,
+      reason: 'heal',
+      origin: BY_HEAL,
+    });
     await settle();
     p.clock.advance(3_000);
     p.engine.answerHung('stop');
