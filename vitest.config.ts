@@ -34,6 +34,26 @@ export default defineConfig({
       },
       {
         test: {
+          // spcd on a real Podman service (docs/how-to/run-on-podman.md): its own tests, and the
+          // engine contract tests of the integration lane that hold on Podman unchanged.
+          name: 'podman',
+          include: [
+            'test/podman/**/*.test.ts',
+            'test/integration/health-exec.test.ts',
+            'test/integration/lifecycle.test.ts',
+            'test/integration/named-volumes.test.ts',
+            'test/integration/recovery-rollback.test.ts',
+            'test/integration/upgrade-failpoints.test.ts',
+          ],
+          env: { SPCD_DOCKER_SOCKET: '/run/podman/podman.sock', SPCD_ENGINE: 'podman' },
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+          globalSetup: ['test/podman/global-setup.ts'],
+        },
+      },
+      {
+        test: {
           // The Debian package under systemd (issue 28): `npm run e2e:install`, which builds the packages first.
           name: 'install',
           include: ['test/install/**/*.test.ts'],

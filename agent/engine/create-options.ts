@@ -1,5 +1,5 @@
 import { FIELD_ROWS, type CustomEngineField } from '../model/container-fields.js';
-import { encodeIdentity } from '../model/labels.js';
+import { encodeIdentity, LABEL } from '../model/labels.js';
 import { hasKollaConfig, type BindMount, type ContainerSpec } from '../model/spec.js';
 import type { CreateRequest } from './types.js';
 
@@ -71,7 +71,12 @@ const CUSTOM: {
     body.HostConfig.Ulimits = s.ulimits.map((u) => ({ Name: u.name, Soft: u.soft, Hard: u.hard }));
   },
   labels: (s, req, body) => {
-    body.Labels = { ...s.labels, ...(req.extraLabels ?? {}), ...encodeIdentity(req.identity) };
+    body.Labels = {
+      ...s.labels,
+      ...(req.extraLabels ?? {}),
+      ...encodeIdentity(req.identity),
+      [LABEL.image]: s.image,
+    };
   },
   stopGraceMs: (s, _req, body) => {
     body.StopTimeout = Math.ceil(s.stopGraceMs / 1000);

@@ -1,7 +1,7 @@
 import type Dockerode from 'dockerode';
 import { SpcdError } from '../errors.js';
 import type { UnlabeledContainer } from '../model/adoption.js';
-import { decodeIdentity } from '../model/labels.js';
+import { decodeIdentity, LABEL } from '../model/labels.js';
 import type { EngineState, ObservedContainer } from '../model/observed.js';
 import {
   bindKey,
@@ -98,14 +98,15 @@ export function engineFacts(info: {
   Id: string;
   Name: string;
   Image: string;
-  Config: { Image: string };
+  Config: { Image: string; Labels?: Record<string, string> | null };
   State: { Status: string; Pid: number; ExitCode: number; StartedAt: string; FinishedAt: string };
 }): Omit<ObservedContainer, 'identity' | 'dockerHealth'> {
   return {
     id: info.Id,
     name: info.Name.replace(/^\//, ''),
     state: info.State.Status as EngineState,
-    image: info.Config.Image,
+    // The reference spcd created it from; Podman's Config.Image is the name it resolved that to.
+    image: info.Config.Labels?.[LABEL.image] ?? info.Config.Image,
     imageId: info.Image,
     startedAt: info.State.StartedAt === ZERO_TIME ? '' : info.State.StartedAt,
     finishedAt: info.State.FinishedAt === ZERO_TIME ? '' : info.State.FinishedAt,

@@ -12,6 +12,12 @@ export const LABEL = {
   configHash: 'spcd.config-hash',
   /** Set on one-shot bootstrap task containers: never an instance of the service. */
   task: 'spcd.task',
+  /**
+   * The image reference as the definition gives it. Podman keeps only the
+   * name it resolved (`localhost/x:1` for `x:1`); spcd reports and compares
+   * the operator's. Not part of the identity.
+   */
+  image: 'spcd.image',
 } as const;
 
 export const RESERVED_LABEL_PREFIX = 'spcd.';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createBody } from '../../agent/engine/create-options.js';
 import { CONTAINER_FIELDS, FIELD_ROWS } from '../../agent/model/container-fields.js';
 import { canonicalJson, sha256Hex, SPEC_HASH_FIELDS } from '../../agent/model/hash.js';
-import type { Identity } from '../../agent/model/labels.js';
+import { LABEL, type Identity } from '../../agent/model/labels.js';
 import { loadContainers, SHIPPED_LOADS } from '../support/shipped-sets.js';
 import { containerSpec, RICH } from '../support/spec.js';
 import { problemsOf } from '../fixtures/spec/helpers.js';
@@ -16,6 +16,16 @@ const identity: Identity = {
   configHash: 'none',
 };
 const digest = (v: unknown): string => sha256Hex(canonicalJson(v)).slice(0, 32);
+
+/**
+ * The body as BODIES recorded it, before the image reference was also kept
+ * as a label (spcd.image, which Podman needs): that label is checked apart.
+ */
+function recorded(body: ReturnType<typeof createBody>): unknown {
+  const { [LABEL.image]: image, ...labels } = body.Labels;
+  expect(image).toBe(body.Image);
+  return { ...body, Labels: labels };
+}
 
 /** createBody's output for every shipped container, as the hand-written createBody (before the field table) gave it. */
 const BODIES: Record<string, Record<string, string>> = {
@@ -55,7 +65,9 @@ describe('the create body comes from the field table', () => {
     it(`is what it was for the ${name} sets`, async () => {
       const specs = await loadContainers(opts);
       expect(
-        Object.fromEntries(specs.map((spec) => [spec.name, digest(createBody({ spec, identity }))])),
+        Object.fromEntries(
+          specs.map((spec) => [spec.name, digest(recorded(createBody({ spec, identity })))]),
+        ),
       ).toEqual(BODIES[name]);
     });
   }
@@ -69,7 +81,7 @@ describe('the create body comes from the field table', () => {
       extraLabels: { x: 'y' },
       name: 'other',
     });
-    expect(digest(body)).toBe('d26bb513d858e1d540e9d147412aaad5');
+    expect(digest(recorded(body))).toBe('d26bb513d858e1d540e9d147412aaad5');
     expect(body.HostConfig).toMatchObject({
       PidMode: 'host',
       UTSMode: 'host',
