@@ -39,13 +39,20 @@ export default defineConfig({
           name: 'podman',
           include: [
             'test/podman/**/*.test.ts',
+            'test/integration/boot-definitions.test.ts',
             'test/integration/health-exec.test.ts',
             'test/integration/lifecycle.test.ts',
             'test/integration/named-volumes.test.ts',
+            'test/integration/recovery-quarantine.test.ts',
             'test/integration/recovery-rollback.test.ts',
             'test/integration/upgrade-failpoints.test.ts',
           ],
-          env: { SPCD_DOCKER_SOCKET: '/run/podman/podman.sock', SPCD_ENGINE: 'podman' },
+          // CONTAINERS_CONF: the settings ensure-podman.sh wrote, for the podman command line too.
+          env: {
+            SPCD_DOCKER_SOCKET: '/run/podman/podman.sock',
+            SPCD_ENGINE: 'podman',
+            CONTAINERS_CONF: '/run/spcd-podman/containers.conf',
+          },
           testTimeout: 120_000,
           hookTimeout: 180_000,
           fileParallelism: false,

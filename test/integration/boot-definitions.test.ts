@@ -3,7 +3,7 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
-import { cleanupInstance, inspect } from '../support/docker.js';
+import { cleanupInstance, inspect, ENGINE_CLI } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -110,7 +110,7 @@ describe('definitions that cannot be read at start', () => {
     expect(JSON.parse(refused[0]!).code).toBe('DEFINITIONS_NOT_LOADED');
 
     // A kept container that dies is restarted, as it is.
-    execFileSync('/usr/bin/docker', ['kill', n('a')]);
+    execFileSync(ENGINE_CLI, ['kill', n('a')]);
     await waitFor(
       'a restarted',
       async () => {
@@ -131,7 +131,7 @@ describe('definitions that cannot be read at start', () => {
       async () => (await inspect(n('b')))?.Config.Labels['spcd.generation'] === '2',
       { timeoutMs: 60_000 },
     );
-    const env = execFileSync('/usr/bin/docker', ['inspect', '-f', '{{json .Config.Env}}', n('b')], {
+    const env = execFileSync(ENGINE_CLI, ['inspect', '-f', '{{json .Config.Env}}', n('b')], {
       encoding: 'utf8',
     });
     expect(JSON.parse(env)).toContain('CHANGED=yes');

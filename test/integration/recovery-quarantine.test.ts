@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ContainerStatus, StatusDocument } from '../../agent/api/types.js';
 import { call } from '../support/api-http.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
-import { cleanupInstance, docker, inspect } from '../support/docker.js';
+import { cleanupInstance, docker, inspect, ENGINE_CLI } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -129,7 +129,7 @@ describe('recovery entry by entry', () => {
 
     // Supervision goes on for the others: a killed container is healed; a quarantined one is left alone.
     const before = (await inspect(n('other')))!.State.StartedAt;
-    execFileSync('/usr/bin/docker', ['kill', n('other'), n('gone')]);
+    execFileSync(ENGINE_CLI, ['kill', n('other'), n('gone')]);
     await waitFor(
       'other restarted by spcd',
       async () => {
@@ -160,7 +160,7 @@ describe('a failing upgrade whose config changed', () => {
     const before = (await inspect(n('cfg')))!;
     const oldHash = before.Config.Labels['spcd.config-hash']!;
     const cat = (): string =>
-      execFileSync('/usr/bin/docker', ['exec', n('cfg'), 'cat', '/var/lib/kolla/config_files/cfg.conf'], {
+      execFileSync(ENGINE_CLI, ['exec', n('cfg'), 'cat', '/var/lib/kolla/config_files/cfg.conf'], {
         encoding: 'utf8',
       });
     expect(cat()).toBe('level = 1\n');

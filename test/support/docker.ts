@@ -4,6 +4,13 @@ import { lineSplitter } from '../../agent/engine/lines.js';
 
 export const DOCKER_SOCKET = process.env.SPCD_DOCKER_SOCKET ?? '/var/run/docker.sock';
 
+/**
+ * The engine's command line, for what a test does by hand (kill, exec):
+ * Docker's, or Podman's in the Podman lane (vitest.config.ts sets
+ * SPCD_ENGINE and CONTAINERS_CONF there).
+ */
+export const ENGINE_CLI = process.env.SPCD_ENGINE === 'podman' ? 'podman' : '/usr/bin/docker';
+
 export function docker(): Dockerode {
   return new Dockerode({ socketPath: DOCKER_SOCKET });
 }
