@@ -52,12 +52,17 @@ const PROPAGATION = new Set(['shared', 'slave', 'private', 'rshared', 'rslave', 
 /** A path as Docker resolves it: "/etc/kolla/nova-compute/" is "/etc/kolla/nova-compute". */
 const trimSlash = (p: string): string => (p.startsWith('/') ? p.replace(/\/+$/, '') || '/' : p);
 
-/** A bind in one spelling: "source:target:ro|rw[:propagation]", Docker's default mode written out. */
+/**
+ * A bind in one spelling: "source:target:ro|rw[:propagation]", the default
+ * mode written out and the default propagation (rprivate) left out. Podman
+ * reports every bind with the options it applied ("/a:/b:ro,rprivate,rbind"
+ * for "/a:/b:ro"); Docker as it was asked for. Both read the same here.
+ */
 export function bindKey(b: string): string {
   const [src = '', dst = '', opts = ''] = b.split(':');
   const flags = opts.split(',').filter((o) => o !== '');
   const mode = flags.includes('ro') ? 'ro' : 'rw';
-  const prop = flags.find((o) => PROPAGATION.has(o));
+  const prop = flags.find((o) => PROPAGATION.has(o) && o !== 'rprivate');
   return [trimSlash(src), trimSlash(dst), mode, ...(prop ? [prop] : [])].join(':');
 }
 

@@ -92,6 +92,21 @@ describe('runtimeDifferences', () => {
     ).toEqual(['shm_size: definition 536870912, running 1073741824']);
   });
 
+  it("reads Podman's binds, written with every option it applied, as the definition's", () => {
+    const podman = kollaMade({
+      Binds: [
+        '/etc/kolla/nova-libvirt/:/var/lib/kolla/config_files/:ro,rprivate,rbind',
+        '/run:/run:shared,rw,rbind',
+        'libvirtd:/var/lib/libvirt:rprivate,rw,rbind',
+      ],
+    });
+    expect(runtimeDifferences(SPEC, body, podman, IMAGE)).toEqual([]);
+    const slave = kollaMade({ Binds: ['/run:/run:rslave,rw,rbind', 'libvirtd:/var/lib/libvirt:rw'] });
+    expect(runtimeDifferences(SPEC, body, slave, IMAGE)).toEqual([
+      expect.stringMatching(/^binds: definition .*running .*"\/run:\/run:rw:rslave"/),
+    ]);
+  });
+
   it('names each real difference with both values', () => {
     const running = kollaMade(
       {
