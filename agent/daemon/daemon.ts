@@ -159,6 +159,7 @@ function buildCore(settings: Settings, log: Logger, opts: BuildOptions): Core {
     socketPath: settings.dockerSocket,
     log: log.child({ room: 'engine' }),
     adopted: () => adoptedIdentities(state, settings.instance),
+    ...(settings.engine ? { engine: settings.engine } : {}),
   });
   const journal = new Journal(settings.stateDir);
   const templateConfig = new TemplateConfig({

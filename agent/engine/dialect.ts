@@ -42,3 +42,23 @@ export const DEFAULT_SOCKET: Readonly<Record<EngineKind, string>> = {
   docker: '/var/run/docker.sock',
   podman: '/run/podman/podman.sock',
 };
+
+/**
+ * A create body as Podman must receive it to make what Docker makes from the
+ * same body. Podman copies the image's content at a tmpfs's target into the
+ * tmpfs (`tmpcopyup`, its default); Docker mounts it empty, and a tmpfs over
+ * part of a bound /sys/fs/cgroup (the hypervisor containers) cannot be
+ * copied at all. Each tmpfs gets `notmpcopyup` unless its options choose.
+ */
+export function forPodman<B extends { HostConfig: Record<string, unknown> }>(body: B): B {
+  const tmpfs = body.HostConfig.Tmpfs as Record<string, string> | undefined;
+  if (!tmpfs || Object.keys(tmpfs).length === 0) return body;
+  const chosen = (opts: string): boolean => /(^|,)(no)?tmpcopyup(,|$)/.test(opts);
+  const adjusted = Object.fromEntries(
+    Object.entries(tmpfs).map(([target, opts]) => [
+      target,
+      chosen(opts) ? opts : [opts, 'notmpcopyup'].filter((o) => o !== '').join(','),
+    ]),
+  );
+  return { ...body, HostConfig: { ...body.HostConfig, Tmpfs: adjusted } };
+}

@@ -6,7 +6,7 @@ import type { ObservedContainer } from '../model/observed.js';
 import { createBody } from './create-options.js';
 import { DEADLINES } from './deadlines.js';
 import { loadDockerode } from './load-dockerode.js';
-import { engineKind, healthStatus, type EngineKind } from './dialect.js';
+import { engineKind, forPodman, healthStatus, type EngineKind } from './dialect.js';
 import { runExec } from './exec.js';
 import { mapEngineError, withDeadline } from './map-error.js';
 import { pullImage } from './pull.js';
@@ -88,9 +88,19 @@ export class DockerEngine implements Engine {
    * `adopted`: the containers adopted without labels (their records in the
    * state file); listManaged and inspect answer them with that identity.
    */
+  /** Which engine answers: the operator's --engine, or asked once (a failed ask is asked again). */
+  private kind: Promise<EngineKind> | undefined;
+
   constructor(
-    private readonly opts: { socketPath: string; log: Logger; adopted?: () => readonly AdoptedIdentity[] },
+    private readonly opts: {
+      socketPath: string;
+      log: Logger;
+      adopted?: () => readonly AdoptedIdentity[];
+      /** The engine the operator named; undefined: read from the engine's /version when first needed. */
+      engine?: EngineKind;
+    },
   ) {
+    if (opts.engine) this.kind = Promise.resolve(opts.engine);
     const Docker = loadDockerode();
     this.docker = new Docker({ socketPath: opts.socketPath });
   }
@@ -238,7 +248,8 @@ export class DockerEngine implements Engine {
   }
 
   async create(req: CreateRequest, o?: CallOptions): Promise<string> {
-    const body = createBody(req);
+    const asDocker = createBody(req);
+    const body = (await this.engineKind(o)) === 'podman' ? forPodman(asDocker) : asDocker;
     const created = await withDeadline(`create ${body.name}`, DEADLINES.create, o?.signal, (abortSignal) =>
       this.docker.createContainer({ ...body, abortSignal } as unknown as Dockerode.ContainerCreateOptions),
     );
@@ -353,6 +364,17 @@ export class DockerEngine implements Engine {
     o: { tail: number; follow: boolean; onLine: (line: string) => void; onEnd: () => void },
   ): Promise<() => void> {
     return streamLogs(this.docker, id, o);
+  }
+
+  private engineKind(o?: CallOptions): Promise<EngineKind> {
+    this.kind ??= this.info(o).then(
+      (i) => i.kind,
+      (err: unknown) => {
+        this.kind = undefined;
+        throw err;
+      },
+    );
+    return this.kind;
   }
 
   /** 304 (already started / already stopped) is success for idempotent calls. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { engineKind, eventAction, healthStatus } from '../../agent/engine/dialect.js';
+import { engineKind, eventAction, forPodman, healthStatus } from '../../agent/engine/dialect.js';
 
 describe("the engine's dialect: Docker's names and Podman's read alike", () => {
   it("reads Podman's event names as Docker's", () => {
@@ -22,5 +22,25 @@ describe("the engine's dialect: Docker's names and Podman's read alike", () => {
     expect(engineKind({ Components: [{ Name: 'Podman Engine' }, { Name: 'Conmon' }] })).toBe('podman');
     expect(engineKind({ Components: [{ Name: 'Engine' }, { Name: 'containerd' }] })).toBe('docker');
     expect(engineKind({})).toBe('docker');
+  });
+
+  it('mounts each tmpfs empty on Podman, as Docker does, unless its options choose', () => {
+    const body = {
+      HostConfig: {
+        Tmpfs: { '/sys/fs/cgroup/unified': '', '/run/x': 'size=64m', '/run/y': 'tmpcopyup,size=1m' },
+        NetworkMode: 'host',
+      },
+    };
+    expect(forPodman(body).HostConfig).toEqual({
+      Tmpfs: {
+        '/sys/fs/cgroup/unified': 'notmpcopyup',
+        '/run/x': 'size=64m,notmpcopyup',
+        '/run/y': 'tmpcopyup,size=1m',
+      },
+      NetworkMode: 'host',
+    });
+    expect(body.HostConfig.Tmpfs['/run/x']).toBe('size=64m');
+    const none = { HostConfig: { NetworkMode: 'none' } };
+    expect(forPodman(none)).toBe(none);
   });
 });
