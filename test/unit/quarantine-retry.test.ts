@@ -156,7 +156,11 @@ describe('a quarantine caused by a full state disk', () => {
     expect(ended.operations).toEqual([
       { operationId: expect.any(String), kind: 'recover', container: 'svc', outcome: 'quarantined' },
     ]);
-    expect(await rec.operations.done(ended.operations[0]!.operationId)).toMatchObject({ phase: 'succeeded' });
+    const id = ended.operations[0]!.operationId;
+    expect(await rec.operations.done(id)).toMatchObject({ phase: 'succeeded' });
+    // Followed on the bus by its id, as the API's operations are.
+    const phases = p.events.flatMap((e) => (e.type === 'operation' && e.operationId === id ? [e.phase] : []));
+    expect(phases).toEqual(['accepted', 'succeeded']);
     // Nothing quarantined: nothing to retry, no operation.
     rmSync(file);
     rec.quarantine.clear('svc', 'test');
