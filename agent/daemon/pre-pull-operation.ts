@@ -31,7 +31,8 @@ export function trackedPrePull(puller: ImagePuller, operations: Operations): Tra
   return (images) => {
     const wanted = [...new Set(images)];
     const id = operations.newId('pre-pull');
-    const running = puller.prePull(wanted, id);
+    // Begun after `track` has published `accepted`: a refusal's event comes after it.
+    const running = Promise.resolve().then(() => puller.prePull(wanted, id));
     const ref = operations.track(
       id,
       'pre-pull',

@@ -65,6 +65,13 @@ describe('a pre-pull is an operation', () => {
       const { ref, running } = trackedPrePull(imagePuller(deps), ops)(['evil.example/x:1', OVS]);
       await expect(running).rejects.toMatchObject({ code: 'IMAGE_REFUSED' });
       expect(p.engine.count('pull')).toBe(0);
+      // The refusal is told under the operation, after it was accepted.
+      const told = p.events.flatMap((e) =>
+        (e.type === 'operation' || e.type === 'image-refused') && e.operationId === ref.operationId
+          ? [e.type === 'operation' ? e.phase : e.type]
+          : [],
+      );
+      expect(told).toEqual(['accepted', 'image-refused', 'failed']);
       expect(await ops.done(ref.operationId)).toMatchObject({
         phase: 'failed',
         error: { code: 'IMAGE_REFUSED' },
