@@ -10,6 +10,7 @@ import { SpcdError, toSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
 import type { EventBus } from '../model/events.js';
+import type { RetriesEnded } from '../model/operation.js';
 import type { DesiredState } from '../model/spec.js';
 import type { DesiredContainer, Plan } from '../planner/types.js';
 import { loadDesired } from '../spec/load.js';
@@ -46,8 +47,8 @@ export interface DefinitionsTarget {
   desired(): Promise<DesiredContainer[]>;
   preview(desired: readonly DesiredContainer[]): Plan;
   setDesired(desired: DesiredContainer[]): void;
-  /** Tries each quarantined container again; the names tried. */
-  retryQuarantined(): Promise<string[]>;
+  /** Tries each quarantined container again; those still quarantined, and the retries' operations. */
+  retryQuarantined(): Promise<RetriesEnded>;
 }
 
 export interface DefinitionsDeps {
@@ -182,7 +183,7 @@ export class Definitions {
       this.d.log.info('definitions read cleanly: applying them instead of keeping what runs');
     this.loadError = undefined;
     // A reload is also how an operator clears a quarantine (docs/how-to/recover-from-a-failed-upgrade.md): each is tried again.
-    const quarantined = await target.retryQuarantined();
+    const { quarantined, operations } = await target.retryQuarantined();
     this.d.events.publish({
       type: 'reload',
       at: this.d.clock.now(),
@@ -193,6 +194,9 @@ export class Definitions {
       containers: desired.length,
       changes: plan.steps.map((s) => ({ kind: s.kind, reason: s.reason })),
       ...(quarantined.length > 0 ? { quarantined } : {}),
+      // What it caused that can be followed by id: the retries' `recover` operations, each ended. The
+      // steps a pass plans from the new definitions begin after this answer (docs/architecture.md).
+      operations,
     };
   }
 

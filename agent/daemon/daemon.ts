@@ -9,7 +9,7 @@ import { findUnlabeled } from '../reconciler/adoption-watch.js';
 import { DockerEngine } from '../engine/docker.js';
 import { HealthManager } from '../health/manager.js';
 import { envFailpoint } from '../executor/failpoint.js';
-import { imagePuller, type ImagePuller } from '../executor/pre-pull.js';
+import { imagePuller } from '../executor/pre-pull.js';
 import { ALLOW_ALL, type ImagePolicy } from '../model/image-policy.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { HealthSync } from '../reconciler/health-sync.js';
@@ -31,6 +31,7 @@ import { planView } from '../status/plan-view.js';
 import { DaemonStatus } from '../status/status-view.js';
 import { DaemonActions } from './actions.js';
 import { Converge } from './converge.js';
+import { trackedPrePull, type TrackedPrePull } from './pre-pull-operation.js';
 import { clearStalePins, desiredContainers, keptContainers } from '../planner/pins.js';
 import type { Component } from './lifecycle.js';
 import { startupComponents } from './components.js';
@@ -53,8 +54,8 @@ export interface DaemonParts {
   readonly reloadWithGlobals: (globals: Record<string, unknown>) => Promise<Record<string, unknown>>;
   /** The cluster globals in force (last applied, kept across restarts). */
   readonly clusterGlobals: () => Record<string, unknown>;
-  /** Makes these images present (pulled when missing), touching no container. */
-  readonly prePull: ImagePuller['prePull'];
+  /** Makes these images present (pulled when missing) under an operation of their own, touching no container. */
+  readonly prePull: TrackedPrePull;
 }
 
 /** package.json's version (agent/version.ts). */
@@ -123,7 +124,7 @@ export function buildDaemon(settings: Settings, log: Logger, opts: BuildOptions 
     metrics,
     reloadWithGlobals: (globals) => definitions.reload(globals),
     clusterGlobals: () => definitions.clusterGlobals(),
-    prePull: (images, operationId) => puller.prePull(images, operationId),
+    prePull: trackedPrePull(puller, reconciler.operations),
   };
   const components = startupComponents({ parts, journal, definitions, converge, version });
   return { ...parts, components };

@@ -4,7 +4,6 @@
  * document changes here, the pre-pull before queueing, and the apply under
  * the slot (globals, then images, each health-gated).
  */
-import { randomUUID } from 'node:crypto';
 import { SpcdError } from '../errors.js';
 import type { DesiredDocument } from '../rollout/backend.js';
 import type { RolloutActions } from '../rollout/runner.js';
@@ -33,7 +32,8 @@ export function nodeRolloutActions(parts: DaemonParts): Omit<RolloutActions, 'he
         .desiredContainers()
         .map((c) => images[c.spec.name])
         .filter((i): i is string => i !== undefined);
-      await parts.prePull(wanted, `fleet-prepull-${randomUUID().slice(0, 8)}`);
+      // Under an operation of kind `pre-pull` (pre-pull-operation.ts): its failure is recorded there too.
+      await parts.prePull(wanted).running;
     },
     // Under the slot: the ConfigMap's globals (re-render, recreate what changed, health-gated:
     // config/cluster-globals.ts), then its images, one container at a time, each health-gated.

@@ -32,3 +32,22 @@ export interface OperationError {
 export type OperationOutcome<E extends OperationError = OperationError> =
   | (OperationBegun & { readonly phase: 'succeeded'; readonly result?: Record<string, unknown> })
   | (OperationBegun & { readonly phase: 'failed' | 'cancelled'; readonly error: E });
+
+/**
+ * An operation another one caused, as it ended: a reload's quarantine
+ * retries (kind `recover`, one per container). `cleared`: the container left
+ * quarantine; `quarantined`: it stays; `failed` and `cancelled` as an
+ * operation's outcome. Its id is the one `done(id)` and the event bus know.
+ */
+export interface CausedOperation {
+  readonly operationId: string;
+  readonly kind: 'recover';
+  readonly container: string;
+  readonly outcome: 'cleared' | 'quarantined' | 'failed' | 'cancelled';
+}
+
+/** A reload's quarantine retries, as they ended: the containers still quarantined, and the retries' operations. */
+export interface RetriesEnded {
+  readonly quarantined: string[];
+  readonly operations: CausedOperation[];
+}

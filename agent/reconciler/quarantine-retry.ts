@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { toSpcdError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Clock } from '../model/clock.js';
+import type { CausedOperation, RetriesEnded } from '../model/operation.js';
 import { recoverJournal, type QuarantinedEntry } from '../executor/recover.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import type { RecoverOrigin } from '../planner/types.js';
@@ -26,10 +28,13 @@ export interface QuarantineRetryDeps {
   readonly cleared: (name: string) => Promise<void>;
 }
 
+/** Told how a retry ended: the operation that ran it, or undefined when none did (it left quarantine first, or spcd stops). */
+type Waiter = (ran: CausedOperation | undefined) => void;
+
 /** A retry asked for, by whom, and who waits for its outcome. */
 interface Asked {
   readonly origin: RecoverOrigin;
-  readonly waiters: (() => void)[];
+  readonly waiters: Waiter[];
 }
 
 /**
@@ -72,18 +77,24 @@ export class QuarantineRetry {
   /**
    * The operator's reload: every quarantined container that is not locked,
    * tried again by the next pass. Resolves, once each try ended, with those
-   * still quarantined.
+   * still quarantined and the operation that ran each try (a try asked for
+   * earlier by spcd itself runs under the id the launcher gave it).
    */
-  async all(): Promise<string[]> {
-    const tries: Promise<void>[] = [];
+  async all(): Promise<RetriesEnded> {
+    const tries: Promise<CausedOperation | undefined>[] = [];
     for (const name of this.deps.book.names()) {
       if (this.deps.locked(name)) continue;
       const operation = { id: `reload-recover-${randomUUID().slice(0, 8)}`, kind: 'recover' as const };
       tries.push(this.ask(name, { by: 'operator', operation }));
     }
     this.deps.trigger();
-    await Promise.all(tries);
-    return this.deps.book.names();
+    const operations = (await Promise.all(tries)).filter((o): o is CausedOperation => o !== undefined);
+    return { quarantined: this.deps.book.names(), operations };
+  }
+
+  /** No try (spcd is not running): those quarantined, and no operation. */
+  none(): RetriesEnded {
+    return { quarantined: this.deps.book.names(), operations: [] };
   }
 
   /**
@@ -95,13 +106,19 @@ export class QuarantineRetry {
     return new Map([...this.asked].map(([name, a]) => [name, a.origin]));
   }
 
-  /** The launcher started the retry of `name`: its waiters are told when `running` settles. */
-  started(name: string, running: Promise<unknown>): void {
+  /** The launcher started the retry of `name` under `operationId`: its waiters are told when `running` settles. */
+  started(name: string, running: Promise<unknown>, operationId: string): void {
     const a = this.asked.get(name);
     if (!a) return;
     this.asked.delete(name);
-    const tell = (): void => a.waiters.forEach((w) => w());
-    running.then(tell, tell);
+    const tell = (outcome: CausedOperation['outcome']): void => {
+      const ran: CausedOperation = { operationId, kind: 'recover', container: name, outcome };
+      a.waiters.forEach((w) => w(ran));
+    };
+    running.then(
+      () => tell(this.deps.book.get(name) ? 'quarantined' : 'cleared'),
+      (err: unknown) => tell(toSpcdError(err).code === 'SHUTTING_DOWN' ? 'cancelled' : 'failed'),
+    );
   }
 
   /** A retry's outcome (the `recover` step's): out of quarantine, or its record as it stands now. */
@@ -150,8 +167,8 @@ export class QuarantineRetry {
     return next;
   }
 
-  /** Asks for a retry of `name` (an earlier request keeps its origin); resolves when it ended. */
-  private ask(name: string, origin: RecoverOrigin): Promise<void> {
+  /** Asks for a retry of `name` (an earlier request keeps its origin); resolves when it ended, with how. */
+  private ask(name: string, origin: RecoverOrigin): Promise<CausedOperation | undefined> {
     return new Promise((resolve) => {
       const a = this.asked.get(name);
       if (a) a.waiters.push(resolve);
@@ -162,6 +179,6 @@ export class QuarantineRetry {
   private settle(name: string): void {
     const a = this.asked.get(name);
     this.asked.delete(name);
-    a?.waiters.forEach((w) => w());
+    a?.waiters.forEach((w) => w(undefined));
   }
 }

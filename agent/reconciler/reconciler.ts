@@ -305,9 +305,9 @@ export class Reconciler {
     return this.launcher.release(name, id);
   }
 
-  /** Tries every quarantined container again (spcctl reload / SIGHUP), each a `recover` step; resolves with those still quarantined. */
-  retryQuarantined(): Promise<string[]> {
-    if (this.lifecycle !== 'running') return Promise.resolve(this.quarantine.names());
+  /** Tries every quarantined container again (spcctl reload / SIGHUP), each a `recover` step; resolves with those still quarantined and the steps' operations. */
+  retryQuarantined(): ReturnType<QuarantineRetry['all']> {
+    if (this.lifecycle !== 'running') return Promise.resolve(this.retries.none());
     return this.retries.all();
   }
 

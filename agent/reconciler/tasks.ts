@@ -101,7 +101,8 @@ export class StepLauncher {
 
   /**
    * A quarantine's retry, under an operation of its own (kind `recover`):
-   * the reload's waits for it through the retries; a failure is logged, and
+   * the reload waits for it through the retries and names its id in its
+   * result, and its `operation` events carry that id; a failure is logged, and
    * the container stays quarantined.
    */
   private recover(s: Step<'recover'>): void {
@@ -111,8 +112,11 @@ export class StepLauncher {
         ? s.origin.operation
         : { id: this.d.operations.newId('recover'), kind: 'recover' };
     const running = this.run(s, op);
-    this.d.operations.follow({ operationId: op.id, kind: 'recover', target: name, step: s.kind }, running);
-    this.d.retries.started(name, running);
+    // The reload's retry is published as the API's operations are (the reload's result names it); spcd's own is quiet.
+    if (s.origin.by === 'operator') this.d.operations.track(op.id, 'recover', name, running);
+    else
+      this.d.operations.follow({ operationId: op.id, kind: 'recover', target: name, step: s.kind }, running);
+    this.d.retries.started(name, running, op.id);
     running.catch((err: unknown) => {
       const e = toSpcdError(err);
       this.d.log.warn({ container: name, err: e.message, code: e.code }, 'quarantine retry failed');

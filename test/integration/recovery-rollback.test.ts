@@ -162,7 +162,7 @@ describe('a rollback whose stop passes its deadline', () => {
       stuck = false;
       r.setDesired([d(spec)]);
       // (The entry test 2 left, for another container, stays quarantined: it was never resolved.)
-      expect(await r.retryQuarantined()).toEqual([`${h.instance}-gone`]);
+      expect((await r.retryQuarantined()).quarantined).toEqual([`${h.instance}-gone`]);
       const all = await h.instances(name);
       expect(all.map((o) => [o.id, o.name, o.state])).toEqual([[oldId, name, 'running']]);
       expect(h.journalFiles()).toEqual([`${encodeURIComponent(`${h.instance}-gone`)}.json`]);

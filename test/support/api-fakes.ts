@@ -242,6 +242,13 @@ export class FakeStatus implements StatusView {
  * locked container rejects CONFLICT, like the lead's real lock. release()
  * finishes an operation (publishing its events on the bus).
  */
+/** What a reload answers when it retried one quarantined container, which left quarantine. */
+const FAKE_RELOAD_RESULT = {
+  containers: 2,
+  changes: [{ kind: 'recover', reason: 'journal entry tried again' }],
+  operations: [{ operationId: 'recover-1', kind: 'recover', container: 'cron', outcome: 'cleared' }],
+};
+
 export class FakeActions implements Actions {
   private seq = 0;
   readonly locked = new Map<string, string>();
@@ -335,6 +342,7 @@ export class FakeActions implements Actions {
       target: ref.target,
       phase: ok ? 'succeeded' : 'failed',
       ...(ok ? {} : { error: { code: 'HEALTH_GATE_FAILED', message: 'not healthy in 60s' } }),
+      ...(ok && ref.kind === 'reload' ? { result: FAKE_RELOAD_RESULT } : {}),
     });
     this.locked.delete(ref.target);
   }

@@ -228,6 +228,45 @@ describe('answers follow the document (the recording client checks each one)', (
   });
 });
 
+describe("a reload's result names the operations it caused", () => {
+  const line = (result: object, kind = 'reload'): string =>
+    JSON.stringify({
+      type: 'operation',
+      at: 1,
+      operationId: `${kind}-1`,
+      kind,
+      target: 'definitions',
+      phase: 'succeeded',
+      result,
+    });
+  const recover = { operationId: 'recover-1', kind: 'recover', container: 'svc', outcome: 'cleared' };
+
+  it('an operation event of a reload carries a ReloadResult, with each retry by id', () => {
+    const contract = apiContract();
+    contract.checkEventLine(line({ containers: 2, changes: [], operations: [] }));
+    contract.checkEventLine(
+      line({
+        containers: 2,
+        changes: [{ kind: 'recover', reason: 'journal entry tried again' }],
+        quarantined: ['db'],
+        operations: [recover, { ...recover, container: 'db', outcome: 'quarantined' }],
+      }),
+    );
+  });
+
+  it('refuses a reload result without its operations, or with an operation the schema does not describe', () => {
+    const contract = apiContract();
+    expect(() => contract.checkEventLine(line({ containers: 2, changes: [] }))).toThrow(/contract/);
+    expect(() =>
+      contract.checkEventLine(
+        line({ containers: 2, changes: [], operations: [{ ...recover, outcome: 'ok' }] }),
+      ),
+    ).toThrow(/contract/);
+    // Other kinds' results stay open.
+    contract.checkEventLine(line({ generation: 3 }, 'restart'));
+  });
+});
+
 describe('request bodies are refused exactly when their documented schema refuses them', () => {
   const SAMPLES: unknown[] = [
     {},

@@ -6,6 +6,7 @@ import { isSpcdError } from '../../agent/errors.js';
 import { createLogger } from '../../agent/log.js';
 import { EventBus, type SpcdEvent } from '../../agent/model/events.js';
 import { allContainers } from '../../agent/model/spec.js';
+import type { RetriesEnded } from '../../agent/model/operation.js';
 import type { DesiredContainer } from '../../agent/planner/types.js';
 import { Definitions, type DefinitionsTarget } from '../../agent/config/definitions.js';
 import { TemplateConfig } from '../../agent/config/template-config.js';
@@ -32,6 +33,7 @@ function setup(setFile: string) {
   copyFileSync(LIBRARY_FILE, join(paths.healthchecksDir, 'library.yaml'));
   writeFileSync(join(paths.setsDir, 's.yaml'), setFile);
   const applied: number[] = [];
+  let retried: RetriesEnded = { quarantined: [], operations: [] };
   const events: SpcdEvent[] = [];
   const bus = new EventBus();
   bus.subscribe((e) => events.push(e));
@@ -53,10 +55,13 @@ function setup(setFile: string) {
       ),
     preview: () => ({ steps: [], waiting: [] }),
     setDesired: (d) => applied.push(d.length),
-    retryQuarantined: () => Promise.resolve([]),
+    retryQuarantined: () => Promise.resolve(retried),
   };
   const defs: Definitions = new Definitions({ paths, config, target, events: bus, clock, log });
-  return { defs, paths, applied, events };
+  const retries = (r: RetriesEnded): void => {
+    retried = r;
+  };
+  return { defs, paths, applied, events, retries };
 }
 
 const reloads = (events: SpcdEvent[]) =>
@@ -101,5 +106,25 @@ describe('Definitions', () => {
     expect(defs.error).toBeUndefined();
     expect(applied).toEqual([1]);
     expect(reloads(events)).toEqual([true]);
+  });
+
+  it("a reload's result names the quarantine retries it caused, by operation id, with their outcomes", async () => {
+    const { defs, retries } = setup(containerYaml([]));
+    await defs.open();
+    expect(await defs.reload()).toMatchObject({ operations: [] });
+    const cleared = {
+      operationId: 'recover-1',
+      kind: 'recover',
+      container: 'a',
+      outcome: 'cleared',
+    } as const;
+    const stays = { ...cleared, operationId: 'recover-2', container: 'b', outcome: 'quarantined' } as const;
+    retries({ quarantined: ['b'], operations: [cleared, stays] });
+    expect(await defs.reload()).toEqual({
+      containers: 1,
+      changes: [],
+      quarantined: ['b'],
+      operations: [cleared, stays],
+    });
   });
 });

@@ -1,3 +1,4 @@
+import { rmSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpcdError } from '../../agent/errors.js';
 import type { Reconciler } from '../../agent/reconciler/reconciler.js';
@@ -112,7 +113,20 @@ describe('a quarantine caused by a full state disk', () => {
     // The operator's reload tries it as a `recover` step of the next pass (no entry on disk: it ends).
     const left = rec.retryQuarantined();
     await until(p.clock, "the reload's retry", () => rec.quarantine.get('svc') === undefined);
-    expect(await left).toEqual([]);
+    const ended = await left;
+    expect(ended).toEqual({
+      quarantined: [],
+      operations: [
+        { operationId: expect.any(String), kind: 'recover', container: 'svc', outcome: 'cleared' },
+      ],
+    });
+    // The retry's operation is the one the owner of operations knows.
+    expect(await rec.operations.done(ended.operations[0]!.operationId)).toMatchObject({
+      phase: 'succeeded',
+      kind: 'recover',
+      target: 'svc',
+      result: { quarantined: false },
+    });
 
     rec.quarantine.add({
       container: 'svc',
@@ -126,5 +140,30 @@ describe('a quarantine caused by a full state disk', () => {
       // The first try (5 s), not a second one (15 s).
       maxFakeMs: 2 * STATE_WRITE_RETRY_MS,
     });
+  });
+
+  it("a reload names each retry's operation, and one that stays quarantined says so", async () => {
+    const { p, rec } = await runningV1();
+    await run(p.clock, 5_000);
+    // An entry on disk that cannot be read: its retry ends, the container stays quarantined.
+    const file = p.deps.journal.fileOf('svc');
+    writeFileSync(file, '{ not json');
+    rec.quarantine.add({ container: 'svc', file, reason: 'malformed journal entry', entry: undefined });
+    const left = rec.retryQuarantined();
+    await run(p.clock, 5_000, 100);
+    const ended = await left;
+    expect(ended.quarantined).toEqual(['svc']);
+    expect(ended.operations).toEqual([
+      { operationId: expect.any(String), kind: 'recover', container: 'svc', outcome: 'quarantined' },
+    ]);
+    const id = ended.operations[0]!.operationId;
+    expect(await rec.operations.done(id)).toMatchObject({ phase: 'succeeded' });
+    // Followed on the bus by its id, as the API's operations are.
+    const phases = p.events.flatMap((e) => (e.type === 'operation' && e.operationId === id ? [e.phase] : []));
+    expect(phases).toEqual(['accepted', 'succeeded']);
+    // Nothing quarantined: nothing to retry, no operation.
+    rmSync(file);
+    rec.quarantine.clear('svc', 'test');
+    expect(await rec.retryQuarantined()).toEqual({ quarantined: [], operations: [] });
   });
 });

@@ -77,20 +77,61 @@ function operationEvents(): Record<string, Schema> {
       },
       ['current', 'total'],
     ),
-    OperationEvent: obj(
-      {
-        type: type('operation'),
-        at,
-        operationId: str(),
-        kind: str(),
-        target: str(),
-        phase: oneOfStrings(['accepted', 'running', 'succeeded', 'failed']),
-        error: obj({ code: str(), message: str() }),
-        result: anyObject('what the operation did; depends on its kind'),
-      },
-      ['error', 'result'],
-    ),
+    OperationEvent: {
+      ...obj(
+        {
+          type: type('operation'),
+          at,
+          operationId: str(),
+          kind: str(),
+          target: str(),
+          phase: oneOfStrings(['accepted', 'running', 'succeeded', 'failed']),
+          error: obj({ code: str(), message: str() }),
+          result: anyObject('what the operation did; depends on its kind (a reload: ReloadResult)'),
+        },
+        ['error', 'result'],
+      ),
+      allOf: [resultOfKind('reload', 'ReloadResult')],
+    },
+    ReloadResult: reloadResult(),
   };
+}
+
+/** An operation of `kind` that succeeded with a result: the result is the named schema. */
+function resultOfKind(kind: string, schema: string): Schema {
+  return {
+    if: {
+      type: 'object',
+      properties: { kind: { const: kind }, phase: { const: 'succeeded' } },
+      required: ['kind', 'phase'],
+    },
+    then: { type: 'object', properties: { result: ref(schema) }, required: ['result'] },
+  };
+}
+
+/** What a reload did: the definitions read, the changes they ask for, and the operations it caused. */
+function reloadResult(): Schema {
+  return obj(
+    {
+      containers: int(0, 'how many containers the definitions now in force declare'),
+      changes: arr(obj({ kind: str('a step kind'), reason: str() })),
+      quarantined: arr(str('a container still quarantined after its retry')),
+      operations: arr(
+        obj(
+          {
+            operationId: str('follow it on GET /v1/events by this id'),
+            kind: oneOfStrings(['recover']),
+            container: str(),
+            outcome: oneOfStrings(['cleared', 'quarantined', 'failed', 'cancelled']),
+          },
+          [],
+          'an operation the reload caused, as it ended: the retry of a quarantined container',
+        ),
+      ),
+    },
+    ['quarantined'],
+    'The result of a reload (the operation of kind reload). The steps a pass then plans from the new definitions begin after it and are not listed.',
+  );
 }
 
 /** How an upgrade ended, what refused it, and the domain census around it. */
