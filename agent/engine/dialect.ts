@@ -37,12 +37,6 @@ export function engineKind(version: {
   return (version.Components ?? []).some((c) => c.Name === 'Podman Engine') ? 'podman' : 'docker';
 }
 
-/** Where each engine's API socket is unless the operator says otherwise (kolla-ansible's paths). */
-export const DEFAULT_SOCKET: Readonly<Record<EngineKind, string>> = {
-  docker: '/var/run/docker.sock',
-  podman: '/run/podman/podman.sock',
-};
-
 /**
  * A create body as Podman must receive it to make what Docker makes from the
  * same body. Podman copies the image's content at a tmpfs's target into the
