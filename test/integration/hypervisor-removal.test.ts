@@ -91,7 +91,8 @@ describe('deleting the hypervisor definition while VMs run', () => {
     await waitFor('hypervisor removed', async () => (await inspect(hv)) === undefined, {
       timeoutMs: 90_000,
     });
-    expect(spcd.logged('"container removed"')).toBe(true);
+    // The engine's removal answers before spcd's log line reaches the pipe: wait for it.
+    await waitFor('spcd logged the removal', () => spcd.logged('"container removed"'), { timeoutMs: 10_000 });
     await waitFor('status without it', async () => {
       const doc = (await call(sb.socket, 'GET', '/v1/status')).json() as StatusDocument;
       return doc.retained?.length === 0;
