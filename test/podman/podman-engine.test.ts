@@ -126,14 +126,18 @@ describe('spcd on Podman', () => {
       image: 'spcd-demo/service:crash',
     });
     expect(up.status).toBe(202);
-    await waitFor('the failed upgrade rolled back', async () => {
+    // The log says the rollback ended before the next list shows the old instance: wait for both.
+    await waitFor('the failed upgrade rolled back, the old instance shown', async () => {
       const c = await container(n('worker'));
       return (
-        c.operation === null && c.state === 'running' && spcd.logged(`failed and was rolled back to ${g}`)
+        spcd.logged(`failed and was rolled back to ${g}`) &&
+        c.operation === null &&
+        c.state === 'running' &&
+        c.generation === g &&
+        // The operator's reference, not the one Podman resolved it to (localhost/spcd-demo/service:1).
+        c.image === 'spcd-demo/service:1'
       );
     });
-    // The operator's reference, not the one Podman resolved it to (localhost/spcd-demo/service:1).
-    expect(await container(n('worker'))).toMatchObject({ generation: g, image: 'spcd-demo/service:1' });
     expect((await inspect(n('worker')))?.Config.Image).toBe('localhost/spcd-demo/service:1');
   });
 
