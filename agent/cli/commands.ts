@@ -34,6 +34,7 @@ import { render, renderItem, type Tables } from './output.js';
 import { fleet } from './fleet-status.js';
 import { adopt } from './adopt.js';
 import { runAndFollow } from './progress.js';
+import { reloadResultLines } from './reload-result.js';
 import { buildInfo, formatVersion } from '../version.js';
 
 export interface CliIo {
@@ -108,11 +109,16 @@ async function plan(ctx: CommandContext): Promise<ExitCode> {
   return body.problems.length > 0 ? EXIT.FAILED : EXIT.OK;
 }
 
-/** Starts a long operation: prints the accepted ref, or with --wait follows it to its end. */
+/**
+ * Starts a long operation: prints the accepted ref, or with --wait follows it
+ * to its end; then, for a person (not --json), the lines `summary` makes of
+ * its result when it succeeded.
+ */
 async function operation(
   ctx: CommandContext,
   path: string,
   body: Record<string, unknown>,
+  summary?: (result: unknown) => string[],
 ): Promise<ExitCode> {
   const client = ctx.client();
   const start = async (): Promise<OperationRef> => (await client.call<OperationRef>('POST', path, body)).body;
@@ -137,7 +143,8 @@ async function operation(
       timeoutS * 1000,
     );
   }
-  return runAndFollow(client, start, ctx.io.stdout, ctx.io.stderr, timeoutS * 1000);
+  const onSucceeded = summary && ((result: unknown) => print(ctx, summary(result).join('\n') + '\n'));
+  return runAndFollow(client, start, ctx.io.stdout, ctx.io.stderr, timeoutS * 1000, { onSucceeded });
 }
 
 function expectGeneration(ctx: CommandContext): Record<string, unknown> {
@@ -164,7 +171,7 @@ function lifecycle(kind: 'restart' | 'stop' | 'start'): Command {
 }
 
 async function reload(ctx: CommandContext): Promise<ExitCode> {
-  return operation(ctx, '/v1/reload', {});
+  return operation(ctx, '/v1/reload', {}, reloadResultLines);
 }
 
 /**

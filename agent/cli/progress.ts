@@ -14,6 +14,11 @@ export interface ProgressOut {
   isTTY?: boolean;
 }
 
+/** What the caller may ask of the follow: `onSucceeded` gets the final event's result (undefined when it has none). */
+export interface FollowOptions {
+  readonly onSucceeded?: (result: unknown) => void;
+}
+
 /**
  * Subscribes first, then starts the operation (so no event can be missed),
  * then prints the events of that operation id until its final phase.
@@ -24,6 +29,7 @@ export async function runAndFollow(
   out: ProgressOut,
   err: ProgressOut,
   timeoutMs: number,
+  opts: FollowOptions = {},
 ): Promise<ExitCode> {
   const backlog: SpcdEvent[] = [];
   let ref: OperationRef | null = null;
@@ -37,6 +43,7 @@ export async function runAndFollow(
     view.show(e);
     if (e.type === 'operation' && (e.phase === 'succeeded' || e.phase === 'failed')) {
       view.done();
+      if (e.phase === 'succeeded') opts.onSucceeded?.(e.result);
       if (e.phase === 'failed') {
         err.write(
           `operation ${e.operationId} failed${e.error ? `: ${e.error.code}: ${e.error.message}` : ''}\n`,

@@ -243,37 +243,72 @@ describe('exit codes and messages', () => {
   });
 });
 
+/** spcctl with the fake's operations finishing by themselves soon after they start, as `ok` says. */
+async function finishing<T>(ok: boolean, run: () => Promise<T>): Promise<T> {
+  const origFinish = actions.finish.bind(actions);
+  actions.autoFinishMs = 20;
+  actions.finish = (ref) => origFinish(ref, ok);
+  try {
+    return await run();
+  } finally {
+    actions.autoFinishMs = null;
+    actions.finish = origFinish;
+  }
+}
+
 describe('--wait progress', () => {
   it('not a TTY: plain lines, exit 0 when the operation succeeds', async () => {
-    actions.autoFinishMs = 20;
-    try {
-      const r = await cli(['upgrade', 'nova_compute', '--image', 'spcd-demo/service:2', '--wait']);
-      expect(r.code).toBe(0);
-      expect(r.out).not.toContain('\r');
-      const lines = r.out.trim().split('\n');
-      expect(lines[0]).toMatch(/^operation op-\d+: upgrade nova_compute accepted$/);
-      expect(lines[1]).toMatch(/operation\s+op-\d+ upgrade nova_compute: accepted$/);
-      expect(lines[2]).toMatch(/pull\s+spcd-demo\/service:2: Downloading 50%/);
-      expect(lines[3]).toMatch(/step\s+nova_compute gen 4: health-gate done$/);
-      expect(lines[4]).toMatch(/operation\s+op-\d+ upgrade nova_compute: succeeded$/);
-    } finally {
-      actions.autoFinishMs = null;
-    }
+    const r = await finishing(true, () =>
+      cli(['upgrade', 'nova_compute', '--image', 'spcd-demo/service:2', '--wait']),
+    );
+    expect(r.code).toBe(0);
+    expect(r.out).not.toContain('\r');
+    const lines = r.out.trim().split('\n');
+    expect(lines[0]).toMatch(/^operation op-\d+: upgrade nova_compute accepted$/);
+    expect(lines[1]).toMatch(/operation\s+op-\d+ upgrade nova_compute: accepted$/);
+    expect(lines[2]).toMatch(/pull\s+spcd-demo\/service:2: Downloading 50%/);
+    expect(lines[3]).toMatch(/step\s+nova_compute gen 4: health-gate done$/);
+    expect(lines[4]).toMatch(/operation\s+op-\d+ upgrade nova_compute: succeeded$/);
+    expect(lines).toHaveLength(5); // no summary after an upgrade
   });
 
   it('a TTY: one redrawn line; a failed operation exits 1 with its error', async () => {
-    const origFinish = actions.finish.bind(actions);
-    actions.autoFinishMs = 20;
-    actions.finish = (ref) => origFinish(ref, false);
-    try {
-      const r = await cli(['rollback', 'nova_compute', '--wait'], { tty: true });
-      expect(r.code).toBe(1);
-      expect(r.out).toContain('\r\x1b[2Kpulling spcd-demo/service:2: Downloading 50%');
-      expect(r.err).toMatch(/operation op-\d+ failed: HEALTH_GATE_FAILED: not healthy in 60s/);
-    } finally {
-      actions.autoFinishMs = null;
-      actions.finish = origFinish;
-    }
+    const r = await finishing(false, () => cli(['rollback', 'nova_compute', '--wait'], { tty: true }));
+    expect(r.code).toBe(1);
+    expect(r.out).toContain('\r\x1b[2Kpulling spcd-demo/service:2: Downloading 50%');
+    expect(r.err).toMatch(/operation op-\d+ failed: HEALTH_GATE_FAILED: not healthy in 60s/);
+  });
+
+  it('reload: after its events, what the reload did and each operation it caused', async () => {
+    const r = await finishing(true, () => cli(['reload', '--wait']));
+    expect(r.code).toBe(0);
+    const lines = r.out.trim().split('\n');
+    expect(lines[0]).toMatch(/^operation op-\d+: reload definitions accepted$/);
+    expect(lines.at(-4)).toMatch(/operation\s+op-\d+ reload definitions: succeeded$/);
+    expect(lines.slice(-3)).toEqual([
+      'reload: 2 containers defined; 1 change planned (recover 1)',
+      'operations caused by the reload:',
+      '  recover cron: cleared (operation recover-1)',
+    ]);
+    const tty = await finishing(true, () => cli(['reload', '--wait'], { tty: true }));
+    expect(tty.out).toMatch(/: succeeded\nreload: 2 containers defined; 1 change planned \(recover 1\)\n/);
+    // --json: the event lines as before, without the summary
+    const json = await finishing(true, () => cli(['reload', '--wait', '--json']));
+    expect(json.code).toBe(0);
+    expect(json.out.trim().split('\n').at(-1)).toMatch(/operation\s+op-\d+ reload definitions: succeeded$/);
+    expect(json.out).not.toContain('caused by the reload');
+  });
+
+  it('a failed reload: its error, no summary', async () => {
+    const r = await finishing(false, () => cli(['reload', '--wait']));
+    expect(r.code).toBe(1);
+    expect(r.out.trim().split('\n').at(-1)).toMatch(/operation\s+op-\d+ reload definitions: failed /);
+    expect(r.err).toMatch(/^operation op-\d+ failed: HEALTH_GATE_FAILED: not healthy in 60s\n$/);
+  });
+
+  it('reload without --wait: only accepted, no result', async () => {
+    const r = await cli(['reload']);
+    expect(r.out).toMatch(/^operation op-\d+: reload definitions accepted \(follow with: spcctl events\)\n$/);
   });
 
   it('a refused operation never waits: CONFLICT exits 5', async () => {
