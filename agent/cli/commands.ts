@@ -138,7 +138,7 @@ async function operation(
     return runAndFollow(
       client,
       start,
-      { write: (t) => ctx.io.stdout.write(t), isTTY: false },
+      { write: (t) => ctx.io.stdout.write(t), isTTY: false, json: true },
       ctx.io.stderr,
       timeoutS * 1000,
     );

@@ -12,6 +12,8 @@ import { formatEvent, progressText } from './format.js';
 export interface ProgressOut {
   write(text: string): unknown;
   isTTY?: boolean;
+  /** Scripts: the ref and each event of the operation as one JSON line, nothing redrawn. */
+  json?: boolean;
 }
 
 /** What the caller may ask of the follow: `onSucceeded` gets the final event's result (undefined when it has none). */
@@ -99,10 +101,12 @@ export class ProgressView {
   constructor(private readonly out: ProgressOut) {}
 
   accepted(ref: OperationRef): void {
+    if (this.out.json) return void this.out.write(JSON.stringify(ref) + '\n');
     this.line(`operation ${ref.operationId}: ${ref.kind} ${ref.target} accepted`, true);
   }
 
   show(e: SpcdEvent): void {
+    if (this.out.json) return void this.out.write(JSON.stringify(e) + '\n');
     if (this.out.isTTY) {
       this.redraw(this.ttyText(e));
       if (e.type === 'upgrade-step' && e.outcome !== 'begin') this.line(formatEvent(e), true);

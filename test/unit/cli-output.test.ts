@@ -292,10 +292,19 @@ describe('--wait progress', () => {
     ]);
     const tty = await finishing(true, () => cli(['reload', '--wait'], { tty: true }));
     expect(tty.out).toMatch(/: succeeded\nreload: 2 containers defined; 1 change planned \(recover 1\)\n/);
-    // --json: the event lines as before, without the summary
+    // --json: the ref, then each event of the operation, one JSON object a line (the result in the last)
     const json = await finishing(true, () => cli(['reload', '--wait', '--json']));
     expect(json.code).toBe(0);
-    expect(json.out.trim().split('\n').at(-1)).toMatch(/operation\s+op-\d+ reload definitions: succeeded$/);
+    const objects = json.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(objects[0]).toMatchObject({ kind: 'reload', operationId: expect.stringMatching(/^op-\d+$/) });
+    expect(objects.at(-1)).toMatchObject({
+      type: 'operation',
+      phase: 'succeeded',
+      result: { operations: [{ kind: 'recover', container: 'cron', outcome: 'cleared' }] },
+    });
     expect(json.out).not.toContain('caused by the reload');
   });
 
