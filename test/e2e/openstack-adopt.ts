@@ -210,6 +210,11 @@ export class Adoption {
         restarts++;
       const c = await this.e2e.api.container(n);
       if (adoptedAs(c, was) && c.containerId === now.id) this.figures.adopted++;
+      else
+        console.log(
+          `adopt: ${n} not counted as adopted: generation ${c.generation}, spcd's container ${c.containerId ?? 'none'}, ` +
+            `kolla-ansible's ${was.id}, running now ${now.id}`,
+        );
     }
     this.figures.restarts = restarts;
     return {

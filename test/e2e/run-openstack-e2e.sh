@@ -30,6 +30,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 npm run build >/dev/null || exit 1
+# The pings from the DHCP namespace need iputils ping on the host (busybox's has no -D/-O).
+bash scripts/ensure-ping.sh || exit 1
 summary=$(mktemp /tmp/spcd-e2e-summary.XXXXXX)
 trap 'rm -f "$summary"' EXIT
 t0=$EPOCHREALTIME
