@@ -1,24 +1,15 @@
-import { SpcdError } from '../errors.js';
+import type { SpcdError } from '../errors.js';
 import { specHash } from '../model/hash.js';
-import { isRunning, type ObservedContainer } from '../model/observed.js';
 import type { ContainerSpec } from '../model/spec.js';
 import type { ExecutorDeps } from '../executor/ports.js';
-import { censusAfter, censusBefore } from '../executor/census.js';
-import { guardHypervisorStop } from '../executor/guard.js';
-import {
-  createContainer,
-  removeContainer,
-  restartContainer,
-  resumeContainer,
-  startContainer,
-  stopContainer,
-} from '../executor/simple.js';
+import { createContainer, removeContainer } from '../executor/simple.js';
 import { upgradeContainer } from '../executor/upgrade.js';
 import { adoptContainer } from '../executor/adopt.js';
 import { retryQuarantined, type QuarantinedEntry } from '../executor/recover.js';
 import type { Step, StepKind } from '../planner/types.js';
 import type { LedgerEntry } from './ledger.js';
 import type { IntentResult } from './intents.js';
+import { byOrigin, RESTART, START, STOP } from './origin-executors.js';
 
 export { stepContainer } from '../planner/plan.js';
 
@@ -73,50 +64,15 @@ export function runStep<K extends StepKind>(s: Step<K>, ctx: StepContext): Promi
   return run(s, ctx);
 }
 
-const present = (s: { observed: ObservedContainer | undefined; desired: { spec: ContainerSpec } }) => {
-  if (!s.observed)
-    throw new SpcdError('NOT_FOUND', `${s.desired.spec.name} has no container yet`, {
-      container: s.desired.spec.name,
-    });
-  return s.observed;
-};
-
 export const EXECUTORS: Executors = {
   async create(s, { exec, operationId }) {
     await createContainer(exec, s.desired, operationId);
   },
 
-  async start(s, { exec, reached }) {
-    const name = s.desired.spec.name;
-    if (s.origin.by === 'operator') {
-      // The operator's start ends the operator's stop and the failure, whatever runs.
-      await exec.state.setOperatorStopped(name, false);
-      reached(exec.clock.now());
-      if (s.observed) await resumeContainer(exec, s.observed);
-      return { generation: s.observed?.identity.generation ?? 0 };
-    }
-    await startContainer(exec, present(s), s.reason);
-  },
-
-  async stop(s, { exec, facts }) {
-    const name = s.desired.spec.name;
-    const p = s.observed;
-    if (s.origin.by === 'operator') {
-      await guardHypervisorStop(exec, s.desired.spec, p);
-      await exec.state.setOperatorStopped(name, true);
-      if (p && isRunning(p)) await stopContainer(exec, p, s.desired.spec.stopGraceMs);
-      return { generation: p?.identity.generation ?? 0 };
-    }
-    // A check's action stop: stop it and leave it failed for an operator (no VM-safety guard, decision 0056).
-    const { stoppedAt: at } = await stopContainer(exec, present(s), s.desired.spec.stopGraceMs);
-    const reason = facts.failed ?? s.reason;
-    exec.events.publish({ type: 'state', at, container: name, from: 'running', to: 'failed', reason });
-  },
-
-  async restart(s, ctx) {
-    if (s.origin.by === 'operator') return operatorRestart(s.desired.spec, s.observed, ctx);
-    await healRestart(s.desired.spec, present(s), ctx, s.reason);
-  },
+  // Who asked decides what these do (origin-executors.ts).
+  start: byOrigin(START),
+  stop: byOrigin(STOP),
+  restart: byOrigin(RESTART),
 
   async replace(s, { exec, operationId }) {
     await upgradeContainer(exec, {
@@ -167,70 +123,6 @@ export const EXECUTORS: Executors = {
     return { quarantined: outcome !== 'cleared' };
   },
 };
-
-/** The operator's restart: the VM-safety guard, the census around it, no probing meanwhile. */
-async function operatorRestart(
-  spec: ContainerSpec,
-  observed: ObservedContainer | undefined,
-  { exec, operationId }: StepContext,
-): Promise<IntentResult> {
-  const name = spec.name;
-  await guardHypervisorStop(exec, spec, observed);
-  const p = present({ observed, desired: { spec } });
-  const running = exec.state.generation(name, p.identity.generation)?.spec.census;
-  const census = isRunning(p) ? await censusBefore(exec, running ?? spec.census, p.id) : undefined;
-  exec.health.pause(name);
-  let window: { stoppedAt: number; windowMs: number };
-  try {
-    window = await restartContainer(exec, p, spec.stopGraceMs);
-  } finally {
-    exec.health.resume(name);
-  }
-  const ctx = { operationId, container: name, action: 'restart', containerId: p.id };
-  await censusAfter(exec, census, spec.census, ctx);
-  // stoppedAt: the census after the start makes the operation end later than the window.
-  return {
-    generation: p.identity.generation,
-    windowMs: window.windowMs,
-    stoppedAt: new Date(window.stoppedAt).toISOString(),
-  };
-}
-
-/**
- * A heal's restart. A running hypervisor is stopped by it as by the
- * operator's restart (decision 0056): the VM-safety guard first (a refusal
- * takes the heal and counts no restart), and the domain census around it.
- * One that no longer runs has nothing to stop: no guard, no census.
- */
-async function healRestart(
-  spec: ContainerSpec,
-  p: ObservedContainer,
-  { exec, facts, reached, operationId, forgetHealth }: StepContext,
-  planned: string,
-): Promise<void> {
-  const name = spec.name;
-  const reason = facts.heal ?? planned;
-  const running = isRunning(p);
-  if (running) await guardHypervisorStop(exec, spec, p);
-  const recorded = exec.state.generation(name, p.identity.generation)?.spec.census;
-  const census = running ? await censusBefore(exec, recorded ?? spec.census, p.id) : undefined;
-  const now = exec.clock.now();
-  const after = reached(now);
-  // No probing while spcd stops and starts it; the next pass watches the new start afresh.
-  forgetHealth(name);
-  exec.log.warn(
-    { container: name, reason, failures: after.backoff.failures, restartCount: after.restartCount },
-    'restarting unhealthy container',
-  );
-  exec.events.publish({ type: 'state', at: now, container: name, from: 'running', to: 'restarting', reason });
-  await restartContainer(exec, p, spec.stopGraceMs);
-  await censusAfter(exec, census, spec.census, {
-    operationId,
-    container: name,
-    action: 'restart',
-    containerId: p.id,
-  });
-}
 
 /**
  * Why spcd stops trying after this failed step, or null when it retries with
