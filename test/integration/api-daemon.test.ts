@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { dump } from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inOrder } from '../support/in-order.js';
 import { apiContract, documentedOperations, unexercised } from '../support/api-contract.js';
 import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, docker, inspect } from '../support/docker.js';
@@ -79,6 +80,7 @@ afterAll(async () => {
 });
 
 describe('the API of a running spcd, through curl --unix-socket', () => {
+  inOrder();
   it('answers every read route', async () => {
     await waitFor(
       'status shows both running',

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inOrder } from '../support/in-order.js';
 import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, containersOf, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
@@ -82,6 +83,7 @@ afterAll(async () => {
 });
 
 describe('config rendering and reconfigure on a real engine', () => {
+  inOrder();
   it('mounts the rendered config read-only at kolla’s path with KOLLA_CONFIG_STRATEGY', async () => {
     const out = execFileSync(
       '/usr/bin/docker',

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { inOrder } from '../support/in-order.js';
 import { connectEtcd } from '../../agent/etcd/client.js';
 import { SpcdError } from '../../agent/errors.js';
 import { REPO } from '../support/daemon.js';
@@ -71,6 +72,7 @@ async function allReport(f: EtcdFleet, nodes: string[], phase: string, reason?: 
 }
 
 describe('a rollout through a real 3-member etcd cluster', () => {
+  inOrder();
   it('upgrades every node, never more than maxConcurrent at once, and leaves no slot held', async () => {
     const f = fleet({ apply: () => sleep(150) });
     const nodes = names(8, 'a');

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inOrder } from '../support/in-order.js';
 import { demoContainerYaml, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { cleanupInstance, inspect } from '../support/docker.js';
 import { FakeKubeServer } from '../support/kube-server.js';
@@ -96,6 +97,7 @@ afterAll(async () => {
 });
 
 describe('spcd in a cluster (in-test API server, real client)', () => {
+  inOrder();
   it('publishes its sets on the Node annotation and a SpcdComputeHealthy condition', async () => {
     const node = await waitFor('annotation published', () => {
       const o = server.get('nodes', null, NODE) as unknown as Obj | undefined;
