@@ -208,7 +208,8 @@ export class Adoption {
       const was = this.before.get(n)!;
       if (now.id !== was.id || now.startedAt !== was.startedAt || now.restartCount !== was.restartCount)
         restarts++;
-      const c = await this.e2e.api.container(n);
+      // The API's view follows the first listing after the operation ended: wait for it.
+      const c = await this.shownAdopted(n, was);
       if (adoptedAs(c, was) && c.containerId === now.id) this.figures.adopted++;
       else
         console.log(
@@ -223,6 +224,21 @@ export class Adoption {
       spcd: `adopted=${this.figures.adopted}/${KOLLA_NAMES.length} adopt_restarts=${restarts} units_retired=${this.figures.unitsRetired} units_refused=${this.figures.unitsRefused} adopt_s=${this.figures.adoptS.toFixed(1)}`,
     };
   };
+
+  /** The API's view of `name` once it shows the adoption of `was` (30 s), or as it stands then. */
+  private async shownAdopted(
+    name: string,
+    was: Started,
+  ): Promise<{ generation: number; containerId: string | null }> {
+    const shown = async () => {
+      const c = await this.e2e.api.container(name);
+      return adoptedAs(c, was) ? c : undefined;
+    };
+    const c = await waitFor(`${name} shown adopted`, shown, { timeoutMs: 30_000, intervalMs: 250 }).catch(
+      () => undefined,
+    );
+    return c ?? this.e2e.api.container(name);
+  }
 
   /**
    * An operator's change of one entry of the kept set, then a reload: spcd
