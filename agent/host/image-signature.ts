@@ -101,17 +101,26 @@ export interface SkopeoVerifierOptions {
 /** A refusal found on the way; verify() turns it into a verdict. */
 class Refusal extends Error {}
 
-/** The tail of a tool's stderr, on one line, for a reason. */
+/**
+ * A tool's stderr on one line for a reason: the message of skopeo's log line
+ * (`time=… level=fatal msg="…"`) when it is one, its start kept.
+ */
 export function quote(stderr: string): string {
-  const one = stderr.replace(/\s+/g, ' ').trim();
-  return one.length > 400 ? `…${one.slice(-400)}` : one || '(nothing on stderr)';
+  const msg = /\bmsg="((?:[^"\\]|\\.)*)"/.exec(stderr)?.[1]?.replace(/\\(.)/g, '$1') ?? stderr;
+  const one = msg.replace(/\s+/g, ' ').trim();
+  return one.length > 240 ? `${one.slice(0, 240)}…` : one || '(nothing on stderr)';
 }
+
+/** gpgme's summary bit: the signer's public key is not in the keyring. */
+const KEY_MISSING = 0x80;
 
 /** What a failed `skopeo standalone-verify` says, in the operator's words. */
 export function classifyVerifyError(stderr: string): string {
   if (/does not match expected fingerprint|by key .* is not accepted/i.test(stderr)) return 'wrong key';
   if (/docker reference .* does not match/i.test(stderr)) return 'signed for another repository';
   if (/docker digest .* does not match/i.test(stderr)) return 'signature is for another manifest';
+  const summary = Number(/Summary:(\d+)/.exec(stderr)?.[1] ?? 0);
+  if ((summary & KEY_MISSING) !== 0) return 'signed by a key not in the keyring';
   return 'bad signature';
 }
 

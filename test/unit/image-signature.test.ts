@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveImage } from '../../agent/executor/image.js';
 import type { ImageSignatureVerifier, SignatureCheck, SignatureVerdict } from '../../agent/executor/ports.js';
-import { classifyVerifyError, isLoopbackRegistry } from '../../agent/host/image-signature.js';
+import { classifyVerifyError, isLoopbackRegistry, quote } from '../../agent/host/image-signature.js';
 import { checkImage } from '../../agent/model/image-policy.js';
 import { loadImagePolicyFile, parseImagePolicy } from '../../agent/spec/image-policy.js';
 import { FakeProcess } from '../support/fake-executor.js';
@@ -200,11 +200,25 @@ describe('the executor verifies a required signature before the engine is asked'
 describe('what a failed skopeo standalone-verify means', () => {
   it.each([
     ['Error verifying signature: Signature by 0123 does not match expected fingerprint ABCD', 'wrong key'],
-    ['Invalid GPG signature: &{Summary:4 Fingerprint:…}', 'bad signature'],
+    ['Invalid GPG signature: gpgme.Signature{Summary:4, Fingerprint:…}', 'bad signature'],
+    [
+      'Invalid GPG signature: gpgme.Signature{Summary:128, Status:gpgme.Error{err:0x9}}',
+      'signed by a key not in the keyring',
+    ],
     ['Docker reference r/a does not match r/b', 'signed for another repository'],
     ['Signature for docker digest "sha256:00" does not match', 'signature is for another manifest'],
     ['gpgme: no data', 'bad signature'],
   ])('%s: %s', (stderr, kind) => expect(classifyVerifyError(stderr)).toBe(kind));
+
+  it("quotes the message of skopeo's log line, its start kept", () => {
+    const line = `time="2026-11-27T20:20:26Z" level=fatal msg="Error verifying signature: Invalid GPG signature: gpgme.Signature{Summary:128, Fingerprint:\\"0A0B\\", ${'x'.repeat(300)}}"`;
+    expect(quote(line)).toMatch(
+      /^Error verifying signature: Invalid GPG signature: gpgme\.Signature\{Summary:128, Fingerprint:"0A0B", x+…$/,
+    );
+    expect(quote(line)).toHaveLength(241);
+    expect(quote('  plain\n  text ')).toBe('plain text');
+    expect(quote('')).toBe('(nothing on stderr)');
+  });
 
   it.each([
     ['127.0.0.1:5000', true],
