@@ -30,11 +30,11 @@ const homes: string[] = [];
 const digests = new Map<string, string>();
 let op = 0;
 
-function run(cmd: string, args: string[], env: Record<string, string> = {}): Buffer {
+function run(cmd: string, args: string[], env: Record<string, string> = {}, timeout = 120_000): Buffer {
   return execFileSync(cmd, args, {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-    timeout: 120_000,
+    timeout,
   });
 }
 
@@ -76,7 +76,8 @@ function sign(tag: string, key: { home: string; fpr: string }): string {
 const pinned = (tag: string): string => `${reg.host}/kolla/demo-service@${digests.get(tag)!}`;
 
 beforeAll(async () => {
-  run('bash', [join(REPO, 'scripts/ensure-skopeo.sh')]);
+  // Debian's skopeo and gnupg, installed when missing (apt-get: up to a few minutes on a cold host).
+  run('bash', [join(REPO, 'scripts/ensure-skopeo.sh')], {}, 540_000);
   h = await UpgradeHarness.create('imgsig');
   reg = LocalRegistry.start(join(h.root, 'registry'));
   reg.push('1', '2', '3', 'crash');
@@ -113,7 +114,7 @@ beforeAll(async () => {
     imagePolicy: await loadImagePolicyFile(policyFile),
     imageSignatures: new SkopeoSignatureVerifier(),
   };
-});
+}, 600_000);
 
 afterAll(async () => {
   await h?.close();
