@@ -15,13 +15,15 @@
  *
  * An entry names a registry host (with a dot, a port, or localhost) and
  * optionally a path under it; it is normalized like an image reference
- * (docker.io/library/… for Docker Hub's official images). An empty list
- * allows nothing. Throws SETTINGS_INVALID naming the file and the entry.
+ * (docker.io/library/… for Docker Hub's official images). signedBy and
+ * lookaside go together (absolute paths; the keyring is held to the policy
+ * file's rule). An empty list allows nothing. Throws SETTINGS_INVALID naming
+ * the file and the entry's field.
  */
 import { readFileSync, statSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import yaml from 'js-yaml';
 import { SpcdError } from '../errors.js';
-import { isAbsolute } from 'node:path';
 import type { ImagePolicy, ImagePolicyEntry, SignatureRequirement } from '../model/image-policy.js';
 import { isNameComponent, parseImageRef } from '../model/image-ref.js';
 import { assertTrusted } from './trusted-paths.js';
@@ -108,6 +110,23 @@ function signatureOf(file: string, e: Record<string, unknown>, i: number): Signa
 
 const ENTRY_FIELDS = ['prefix', 'requireDigest', 'signedBy', 'lookaside'];
 
+/** One entry written as a map; `def` is the file's requireDigest. */
+function entryOf(file: string, e: Record<string, unknown>, i: number, def: boolean): ImagePolicyEntry {
+  for (const k of Object.keys(e))
+    if (!ENTRY_FIELDS.includes(k))
+      throw bad(file, `allow[${i}]: ${k} is not a field (known: ${ENTRY_FIELDS.join(', ')})`, { entry: i });
+  const req = e.requireDigest ?? def;
+  if (typeof req !== 'boolean') throw bad(file, `allow[${i}].requireDigest must be true or false`);
+  const prefix = prefixOf(file, e.prefix, i);
+  const signedBy = signatureOf(file, e, i);
+  if (!signedBy) return { prefix, requireDigest: req };
+  if (e.requireDigest === false) {
+    const why = 'cannot be false with signedBy (a signature is over a digest)';
+    throw bad(file, `allow[${i}].requireDigest ${why}`, { entry: i });
+  }
+  return { prefix, requireDigest: true, signedBy };
+}
+
 /** The policy in a file's text (pure; `file` names it in errors). */
 export function parseImagePolicy(text: string, file: string): ImagePolicy {
   let doc: unknown;
@@ -123,25 +142,9 @@ export function parseImagePolicy(text: string, file: string): ImagePolicy {
   const def = doc.requireDigest ?? false;
   if (typeof def !== 'boolean') throw bad(file, 'requireDigest must be true or false');
   if (!Array.isArray(doc.allow)) throw bad(file, 'allow must be a list of registry[/path] prefixes');
-  const entries: ImagePolicyEntry[] = doc.allow.map((e: unknown, i) => {
-    if (!isMap(e)) return { prefix: prefixOf(file, e, i), requireDigest: def };
-    for (const k of Object.keys(e))
-      if (!ENTRY_FIELDS.includes(k))
-        throw bad(file, `allow[${i}]: ${k} is not a field (known: ${ENTRY_FIELDS.join(', ')})`, { entry: i });
-    const req = e.requireDigest ?? def;
-    if (typeof req !== 'boolean') throw bad(file, `allow[${i}].requireDigest must be true or false`);
-    const prefix = prefixOf(file, e.prefix, i);
-    const signedBy = signatureOf(file, e, i);
-    if (signedBy && e.requireDigest === false)
-      throw bad(
-        file,
-        `allow[${i}].requireDigest cannot be false with signedBy: a signature is over a digest`,
-        {
-          entry: i,
-        },
-      );
-    return signedBy ? { prefix, requireDigest: true, signedBy } : { prefix, requireDigest: req };
-  });
+  const entries: ImagePolicyEntry[] = doc.allow.map((e: unknown, i) =>
+    isMap(e) ? entryOf(file, e, i, def) : { prefix: prefixOf(file, e, i), requireDigest: def },
+  );
   return { entries, source: file };
 }
 
