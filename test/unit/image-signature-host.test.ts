@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { SignatureCheck } from '../../agent/executor/ports.js';
 import {
   SkopeoSignatureVerifier,
+  execRunner,
   type CommandOptions,
   type CommandResult,
 } from '../../agent/host/image-signature.js';
@@ -255,5 +256,31 @@ describe('the skopeo signature verifier', () => {
     });
     await v.verify(check({ auth: { username: 'u', password: 'p', serveraddress: 'x' } }));
     expect(mode).toBe(0o600);
+  });
+});
+
+describe('the host command runner', () => {
+  const opts = { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeoutMs: 10_000 };
+
+  it('hands back the exit code, stdout as bytes and stderr as text', async () => {
+    const r = await execRunner('sh', ['-c', 'printf out; echo "it broke" >&2; exit 3'], opts);
+    expect(r).toEqual({ code: 3, stdout: Buffer.from('out'), stderr: 'it broke' });
+  });
+
+  it('says when the tool is not installed', async () => {
+    await expect(execRunner('/nonexistent/skopeo', ['inspect'], opts)).resolves.toMatchObject({
+      failure: 'missing',
+      code: null,
+    });
+  });
+
+  it('says when the caller aborted it (the child is killed)', async () => {
+    const ac = new AbortController();
+    const running = execRunner(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
+      ...opts,
+      signal: ac.signal,
+    });
+    ac.abort();
+    await expect(running).resolves.toMatchObject({ failure: 'aborted' });
   });
 });
