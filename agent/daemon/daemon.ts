@@ -22,6 +22,7 @@ import { Definitions } from '../config/definitions.js';
 import { MountPreparer, type ConfigPort } from '../config/preparer.js';
 import { TemplateConfig } from '../config/template-config.js';
 import { registryAuthFromFile } from '../host/registry-auth.js';
+import { SkopeoSignatureVerifier } from '../host/image-signature.js';
 import { CgroupExitWatch } from '../host/exit-watch.js';
 import { ProcVmProbe } from '../host/vm-probe.js';
 import { SystemctlUnitProbe } from '../host/kolla-units.js';
@@ -193,6 +194,7 @@ function buildCore(settings: Settings, log: Logger, opts: BuildOptions): Core {
     pullActivityTimeoutMs: settings.pullActivityTimeoutMs,
     registryAuth: registryAuthFromFile(settings.registryAuthFile),
     imagePolicy,
+    imageSignatures: new SkopeoSignatureVerifier(),
   };
   return { clock, events, state, engine, journal, templateConfig, config, health, healthSync, exec };
 }

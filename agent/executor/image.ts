@@ -1,5 +1,6 @@
 import { SpcdError } from '../errors.js';
-import { checkImage, type ImagePolicy } from '../model/image-policy.js';
+import { checkImage, type ImagePolicy, type ImageVerdict } from '../model/image-policy.js';
+import type { RegistryAuth } from '../engine/types.js';
 import type { ExecutorDeps } from './ports.js';
 
 export type PullPolicy = 'always' | 'missing' | 'never';
@@ -29,22 +30,81 @@ export function assertImageAllowed(
   policy: ImagePolicy,
   image: string,
   context: Record<string, unknown> = {},
-): void {
+): Extract<ImageVerdict, { allowed: true }> {
   const v = checkImage(policy, image);
-  if (v.allowed) return;
-  throw new SpcdError('IMAGE_REFUSED', `image ${image} is refused by the image policy: ${v.reason}`, {
+  if (v.allowed) return v;
+  throw refusal(policy, image, v.reason, context);
+}
+
+function refusal(
+  policy: ImagePolicy,
+  image: string,
+  reason: string,
+  context: Record<string, unknown> = {},
+): SpcdError {
+  return new SpcdError('IMAGE_REFUSED', `image ${image} is refused by the image policy: ${reason}`, {
     image,
-    reason: v.reason,
+    reason,
     ...(policy.source !== undefined ? { policy: policy.source } : {}),
     ...context,
   });
 }
 
 /**
+ * The policy's verdict on `ref` and, when its entry requires one, the
+ * signature's (before the engine is asked anything). A refusal is an
+ * `image-refused` event, a warning and IMAGE_REFUSED.
+ */
+async function admitImage(
+  deps: ExecutorDeps,
+  ref: string,
+  operationId: string,
+  signal?: AbortSignal,
+): Promise<void> {
+  let reason: string;
+  try {
+    const v = assertImageAllowed(deps.imagePolicy, ref);
+    if (!v.signature || !v.ref?.digest) return;
+    const verdict = deps.imageSignatures
+      ? await deps.imageSignatures.verify(
+          {
+            registry: v.ref.registry,
+            path: v.ref.path,
+            digest: v.ref.digest,
+            requirement: v.signature,
+            ...(await authFor(deps, ref)),
+          },
+          signal,
+        )
+      : { verified: false as const, reason: 'no signature verifier is configured on this node' };
+    if (verdict.verified) {
+      deps.log.info(
+        { image: ref, fingerprint: verdict.fingerprint, operationId },
+        'image signature verified',
+      );
+      return;
+    }
+    reason = `signature not verified: ${verdict.reason}`;
+  } catch (err) {
+    if (!(err instanceof SpcdError) || err.code !== 'IMAGE_REFUSED') throw err;
+    reason = err.details.reason as string;
+  }
+  deps.events.publish({ type: 'image-refused', at: deps.clock.now(), operationId, image: ref, reason });
+  deps.log.warn({ image: ref, reason, operationId }, 'image refused by the image policy');
+  throw refusal(deps.imagePolicy, ref, reason);
+}
+
+async function authFor(deps: ExecutorDeps, ref: string): Promise<{ auth?: RegistryAuth }> {
+  const auth = await deps.registryAuth(ref);
+  return auth ? { auth } : {};
+}
+
+/**
  * Makes the image present per the pull policy and reports its digest. Never
  * touches a container. Every image a container is created from comes through
- * here first: one the image policy refuses is an IMAGE_REFUSED error and an
- * `image-refused` event, and the engine is not asked for it at all.
+ * here first: one the image policy refuses (or whose required signature does
+ * not verify) is an IMAGE_REFUSED error and an `image-refused` event, and the
+ * engine is not asked for it at all.
  */
 export async function resolveImage(
   deps: ExecutorDeps,
@@ -53,14 +113,7 @@ export async function resolveImage(
   operationId: string,
   signal?: AbortSignal,
 ): Promise<ResolvedImage> {
-  try {
-    assertImageAllowed(deps.imagePolicy, ref);
-  } catch (err) {
-    const reason = (err as SpcdError).details.reason as string;
-    deps.events.publish({ type: 'image-refused', at: deps.clock.now(), operationId, image: ref, reason });
-    deps.log.warn({ image: ref, reason, operationId }, 'image refused by the image policy');
-    throw err;
-  }
+  await admitImage(deps, ref, operationId, signal);
   const local = await deps.engine.imageInfo(ref);
   let info = local;
   let pulled = false;

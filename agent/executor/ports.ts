@@ -14,7 +14,7 @@ import type {
 import type { ConfigFileDigest, StateStore } from '../state/store.js';
 import type { Journal } from '../state/journal.js';
 import type { Failpoint } from './failpoint.js';
-import type { ImagePolicy } from '../model/image-policy.js';
+import type { ImagePolicy, SignatureRequirement } from '../model/image-policy.js';
 
 /** What of a spec a health watch needs. */
 export type WatchedSpec = Pick<ContainerSpec, 'name' | 'network' | 'pid' | 'healthchecks'>;
@@ -80,6 +80,32 @@ export interface UnitProbe {
   supervisor(name: string): Promise<string | undefined>;
 }
 
+/** One image to verify: its repository and digest, and what the policy entry requires. */
+export interface SignatureCheck {
+  /** The registry host[:port] (docker.io for Docker Hub). */
+  readonly registry: string;
+  /** The path under the registry (kolla/nova-compute): the lookaside's sub-path. */
+  readonly path: string;
+  /** algorithm:hex, the manifest digest the image is named by. */
+  readonly digest: string;
+  readonly requirement: SignatureRequirement;
+  /** Credentials for the registry, when the node has some. */
+  readonly auth?: RegistryAuth;
+}
+
+export type SignatureVerdict =
+  | { readonly verified: true; readonly fingerprint: string }
+  | { readonly verified: false; readonly reason: string };
+
+/**
+ * Verifies an image's GPG "simple signing" signature before the engine is
+ * asked for it (agent/host/image-signature.ts, with skopeo). Never throws for
+ * a bad image: a refusal is a verdict with the reason.
+ */
+export interface ImageSignatureVerifier {
+  verify(check: SignatureCheck, signal?: AbortSignal): Promise<SignatureVerdict>;
+}
+
 export interface ExecutorDeps {
   readonly engine: ContainerEngine & ImageEngine & ExecEngine & LogEngine & VolumeEngine;
   readonly state: StateStore;
@@ -104,4 +130,6 @@ export interface ExecutorDeps {
   readonly registryAuth: (image: string) => Promise<RegistryAuth | undefined>;
   /** Which images this node runs (--image-policy): checked before every pull and create (image.ts). */
   readonly imagePolicy: ImagePolicy;
+  /** Verifies the signatures an entry of the policy requires; without it such an image is refused. */
+  readonly imageSignatures?: ImageSignatureVerifier;
 }
