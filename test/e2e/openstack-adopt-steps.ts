@@ -27,7 +27,7 @@
  * deletes the VMs.
  */
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { pingProcesses } from './ns-ping.js';
 import * as cs from './openstack-control-steps.js';
 import type { OpenStackE2eRun } from './openstack-e2e-run.js';
@@ -36,6 +36,7 @@ import { novaManages, type Acted } from './openstack-steps.js';
 import { ADOPT_STEP } from './openstack-summary.js';
 import { switchToKolla } from './openstack-switch.js';
 import { agentLogIn } from './openstack-adopt.js';
+import { TapCapture, tapIndex, wireLine, wireTally } from './tap-capture.js';
 
 /** Checked steps of the variant (the summary's denominators). */
 export const ADOPT_STEPS = 5;
@@ -48,15 +49,19 @@ export function adoptSteps(e2e: OpenStackE2eRun): void {
     expect(r.failures, r.failures.join('; ')).toEqual([]);
     expect(r.vmsOk).toBe(2);
   };
+  let capture: TapCapture | undefined;
+  let taps: Map<string, number> | undefined;
   const next = async (svc: string): Promise<string> =>
     cs.labelledImage((await e2e.api.container(svc)).image, 'adopt');
 
   describe('a host kolla-ansible built, adopted by spcd under two running VMs', () => {
-    it(
-      'the compute host rebuilt by kolla-ansible, two VMs on it pinging',
-      () => switchToKolla(e2e),
-      1_800_000,
-    );
+    afterAll(() => capture?.close());
+    it('the compute host rebuilt by kolla-ansible, two VMs on it pinging', async () => {
+      await switchToKolla(e2e);
+      // The host's own count of the VMs' pings, tap to tap (tap-capture.ts).
+      taps = new Map(VM_IPS.map((ip, i) => [ip, tapIndex(v.made.ports[i]!)]));
+      capture = await TapCapture.start(e2e.root, VM_IPS);
+    }, 1_800_000);
     it('1: adopt every container, spcd killed twice in the middle, none restarted', async () => {
       await step(ADOPT_STEP, () => e2e.adoption!.adoptHost());
       const f = e2e.adoption!.figures;
@@ -95,6 +100,10 @@ export function adoptSteps(e2e: OpenStackE2eRun): void {
       const ping = pingReport(v.pingSources(), v.windows, v.nsPing!.directions(v.windows));
       v.ping = ping;
       for (const l of reportLines(ping)) console.log(`adopt ${l}`);
+      const cap = await capture!.stop();
+      const wire = wireTally(cap.lines, taps!, v.windows);
+      v.wireLost = cap.dropped === 0 ? wire.lost : undefined;
+      console.log(`adopt ${wireLine(wire, cap.dropped)}`);
       for (const w of v.windows.filter((x) => (ping.lossesByWindow[x.name] ?? 0) > 0))
         console.log(
           `adopt: the agent in ${w.name}, where packets were lost:\n  ${(await agentLogIn(w)).join('\n  ')}`,
@@ -104,6 +113,10 @@ export function adoptSteps(e2e: OpenStackE2eRun): void {
       expect(ping.lossesByWindow[ADOPT_STEP] ?? 0, ping.stepLines.join('\n')).toBe(0);
       expect(ping.nsSent).toBeGreaterThan(0);
       expect(ping.nsLost, ping.summary).toBe(0);
+      // Every VM ping the guests sent in the steps was carried from tap to tap; a guest's own loss is then its own.
+      expect(wire.seen, 'the capture saw no VM ping in the steps').toBeGreaterThan(0);
+      expect(cap.dropped, 'tcpdump dropped packets: the host count cannot be read').toBe(0);
+      expect(wire.lost, wireLine(wire, cap.dropped)).toBe(0);
       expect(nsStop.left, 'a namespace pinger outlived its stop').toEqual([]);
       expect(pingProcesses(VM_IPS)).toEqual([]);
     }, 180_000);

@@ -377,6 +377,7 @@ export class OpenStackE2eRun {
       unitsRetired: f?.unitsRetired ?? 0,
       unitsRefused: f?.unitsRefused ?? 0,
       adoptS: f?.adoptS ?? Number.NaN,
+      wireLost: this.adopt.wireLost,
     });
   }
 }

@@ -69,6 +69,8 @@ export class NetVariant {
   /** Both VMs pinged from the DHCP agent's qdhcp namespace. */
   nsPing: NetnsPing | undefined;
   ping: PingReport | undefined;
+  /** VM pings lost on the host's path from tap to tap, when captured (tap-capture.ts). */
+  wireLost: number | undefined;
 
   constructor(
     readonly spec: VariantSpec,

@@ -150,6 +150,8 @@ export interface AdoptSummaryInput {
   readonly unitsRetired: number;
   readonly unitsRefused: number;
   readonly adoptS: number;
+  /** VM pings the host lost on its path from tap to tap (tap-capture.ts); undefined when not captured. */
+  readonly wireLost?: number | undefined;
 }
 
 /**
@@ -165,6 +167,6 @@ export function adoptSummaryLine(s: AdoptSummaryInput): string {
     `adopted=${s.adopted}/${s.containers} adopt_restarts=${s.restarts} units_retired=${s.unitsRetired} units_refused=${s.unitsRefused} ` +
     `vm_ping_lost=${p ? p.lost : 'nan'} adopt_step_lost=${p ? (p.lossesByWindow[ADOPT_STEP] ?? 0) + (p.nsLossesByWindow[ADOPT_STEP] ?? 0) : 'nan'} openstack_vms_survived=${vmSteps}/${s.checked} nova_managed_after=${s.managed} ` +
     `adopt_s=${Number.isFinite(s.adoptS) ? s.adoptS.toFixed(1) : 'nan'} census_mismatches=${census} network_ok=${s.networkOk}/${s.steps} ` +
-    `vm_ping_sent=${p ? p.sent : 0} max_ping_gap_ms=${p ? p.maxGapMs : 'nan'} ns_ping_sent=${p ? p.nsSent : 0} ns_ping_lost=${p ? p.nsLost : 'nan'}`
+    `vm_ping_sent=${p ? p.sent : 0} max_ping_gap_ms=${p ? p.maxGapMs : 'nan'} ns_ping_sent=${p ? p.nsSent : 0} ns_ping_lost=${p ? p.nsLost : 'nan'} vm_wire_lost=${s.wireLost ?? 'nan'}`
   );
 }

@@ -14,9 +14,10 @@
 #   (T = 7 + the control containers restarted: neutron_server, the DHCP agent and RabbitMQ, every one with
 #   SPCD_E2E_OVS_CONTROL=all; this script sets SPCD_E2E_STEPS=full, the CI lane runs 3 steps: test/e2e/openstack-lanes.ts)
 # The adoption line (test/e2e/openstack-adopt-steps.ts):
-#   adopted=K/N adopt_restarts=0 units_retired=U units_refused=U vm_ping_lost=L adopt_step_lost=0 openstack_vms_survived=S/S nova_managed_after=1 adopt_s=T census_mismatches=M network_ok=S/T vm_ping_sent=N max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L
+#   adopted=K/N adopt_restarts=0 units_retired=U units_refused=U vm_ping_lost=L adopt_step_lost=0 openstack_vms_survived=S/S nova_managed_after=1 adopt_s=T census_mismatches=M network_ok=S/T vm_ping_sent=N max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L vm_wire_lost=W
 #   (checked: every container adopted and none restarted, every unit retired, no packet lost in the
-#   takeover nor from the DHCP namespace, no VM lost; the VMs' own losses in later steps are counted)
+#   takeover nor from the DHCP namespace, no VM lost, not one VM ping lost on the host's path from
+#   tap to tap (vm_wire_lost); the guests' own losses in later steps are counted)
 # Exit status: vitest's (0 when every test passed), non-zero on any lost VM or lost ping packet
 # (between the VMs, or from the DHCP namespace to them; in the Open vSwitch variant, outside
 # the upgrades of openvswitch_db and vswitchd and the whole set's, which are measured).
@@ -32,6 +33,8 @@ cd "$(dirname "$0")/../.."
 npm run build >/dev/null || exit 1
 # The pings from the DHCP namespace need iputils ping on the host (busybox's has no -D/-O).
 bash scripts/ensure-ping.sh || exit 1
+# The adoption variant counts the VMs' pings on the host too (test/e2e/tap-capture.ts).
+bash scripts/ensure-tcpdump.sh || exit 1
 summary=$(mktemp /tmp/spcd-e2e-summary.XXXXXX)
 trap 'rm -f "$summary"' EXIT
 t0=$EPOCHREALTIME
@@ -58,6 +61,7 @@ if [ -s "$summary" ]; then
   if grep -q '^adopted=' "$summary"; then
     ad=$(grep '^adopted=' "$summary")
     grep -q '^adopted=\([0-9]*\)/\1 adopt_restarts=0 units_retired=\1 units_refused=\1 vm_ping_lost=[0-9]* adopt_step_lost=0 openstack_vms_survived=\([0-9]*\)/\2 nova_managed_after=1 ' <<<"$ad" || [ "$rc" != 0 ] || rc=1
+    grep -q ' vm_wire_lost=0$' <<<"$ad" || [ "$rc" != 0 ] || rc=1
     grep -q ' census_mismatches=0 ' <<<"$ad" || [ "$rc" != 0 ] || rc=1
     grep -q ' ns_ping_lost=0$' <<<"$ad" || [ "$rc" != 0 ] || rc=1
   fi

@@ -58,16 +58,19 @@ describe('adoptSummaryLine', () => {
     expect(adoptSummaryLine({ ...base, ping: ping({ 'adopt-agent-upgrade': 9 }) })).toBe(
       'adopted=5/5 adopt_restarts=0 units_retired=5 units_refused=5 vm_ping_lost=9 adopt_step_lost=0 ' +
         'openstack_vms_survived=4/4 nova_managed_after=1 adopt_s=6.8 census_mismatches=0 network_ok=2/2 ' +
-        'vm_ping_sent=1600 max_ping_gap_ms=3100 ns_ping_sent=800 ns_ping_lost=0',
+        'vm_ping_sent=1600 max_ping_gap_ms=3100 ns_ping_sent=800 ns_ping_lost=0 vm_wire_lost=nan',
     );
     expect(adoptSummaryLine({ ...base, ping: ping({ [ADOPT_STEP]: 2 }) })).toContain(
       'vm_ping_lost=2 adopt_step_lost=2 ',
+    );
+    expect(adoptSummaryLine({ ...base, ping: ping({}), wireLost: 0 })).toMatch(
+      / ns_ping_lost=0 vm_wire_lost=0$/,
     );
   });
 
   it('says nan where the pings were never counted', () => {
     expect(adoptSummaryLine({ ...base, ping: undefined, restarts: Number.NaN, adoptS: Number.NaN })).toMatch(
-      /^adopted=5\/5 adopt_restarts=NaN units_retired=5 units_refused=5 vm_ping_lost=nan adopt_step_lost=nan .* adopt_s=nan .* ns_ping_lost=nan$/,
+      /^adopted=5\/5 adopt_restarts=NaN units_retired=5 units_refused=5 vm_ping_lost=nan adopt_step_lost=nan .* adopt_s=nan .* ns_ping_lost=nan vm_wire_lost=nan$/,
     );
   });
 });
