@@ -4,7 +4,8 @@
 #                            linux-image-cloud-amd64 depends on; downloaded with
 #                            apt-get download and unpacked, never installed)
 #   $CACHE/guest/initrd.img  busybox-static + guest/init + guest/net +
-#                            guest/dhcp + the kernel's virtio-net modules,
+#                            guest/dhcp + iputils' ping (/bin/iping, with its
+#                            libraries) + the kernel's virtio-net modules,
 #                            cpio newc + gzip
 #   $CACHE/guest/HASH/       the same two files for this input hash (kept, so
 #                            a caller can take exactly the guest it built while
@@ -33,12 +34,14 @@ T0=$(now)
 need=()
 dpkg-query -W -f '${Status}' busybox-static 2>/dev/null | grep -q 'install ok installed' || need+=(busybox-static)
 command -v cpio >/dev/null 2>&1 || need+=(cpio)
+[ -x /usr/bin/ping ] && /usr/bin/ping -V >/dev/null 2>&1 || need+=(iputils-ping)
 if [ "${#need[@]}" -gt 0 ]; then
   log "installing ${need[*]} from Debian"
   DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
 fi
 BUSYBOX=/bin/busybox
+IPING=/usr/bin/ping
 
 kernel_pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-/ { print $2; exit }')
 if [ -z "$kernel_pkg" ]; then
@@ -48,7 +51,7 @@ fi
 [ -n "$kernel_pkg" ] || { log "cannot resolve linux-image-cloud-amd64"; exit 1; }
 
 hash=$({
-  sha256sum "$0" "$here/guest/init" "$here/guest/net" "$here/guest/dhcp" "$BUSYBOX" | awk '{ print $1 }'
+  sha256sum "$0" "$here/guest/init" "$here/guest/net" "$here/guest/dhcp" "$BUSYBOX" "$IPING" | awk '{ print $1 }'
   echo "$kernel_pkg"
 } | sha256sum | cut -c1-16)
 
@@ -100,6 +103,12 @@ done
 install -m 0755 "$here/guest/init" "$ir/init"
 install -m 0755 "$here/guest/net" "$ir/bin/spcd-net"
 install -m 0755 "$here/guest/dhcp" "$ir/bin/spcd-dhcp"
+# iputils' ping for the pinger (guest/net says why), with the libraries it loads.
+install -m 0755 "$IPING" "$ir/bin/iping"
+for lib in $(ldd "$IPING" | grep -o '/[^ ]*'); do
+  mkdir -p "$ir$(dirname "$lib")"
+  cp -L "$lib" "$ir$lib"
+done
 # The virtio-net driver and everything it needs, in load order (dependencies
 # first), from each module's own depends= (the package ships no modules.dep).
 mkdir -p "$ir/lib/modules"
