@@ -26,7 +26,8 @@
  * be lost outside 6, 7 and 8, whose losses are measured (the summary line's
  * ovsdb_upgrade_lost, vswitchd_upgrade_lost; 7 and 8 replace vswitchd, the
  * forwarding process itself on the userspace datapath; 6 lost a few packets
- * between the VMs in some runs, agent stopped or not: cause not found).
+ * between the VMs in some runs, agent stopped or not, while the guests
+ * pinged with busybox: docs/explanation/adoption-proof.md).
  */
 import { describe, expect, it } from 'vitest';
 import { pingProcesses } from './ns-ping.js';

@@ -63,7 +63,8 @@ export const OVSDB_STEP = 'ovs-db-upgrade';
  * The steps whose losses are measured, not held to 0: the two that replace
  * vswitchd (its own upgrade and the whole set's: physical on the userspace
  * datapath), and OVSDB's upgrade (a few packets between the VMs in some
- * runs, cause not found: docs/explanation/openvswitch-proof.md).
+ * runs while the guests pinged with busybox, whose receive buffer dropped
+ * replies in a starved guest: docs/explanation/adoption-proof.md).
  */
 export const MEASURED_LOSS_STEPS: readonly string[] = [VSWITCHD_STEP, OVSDB_STEP, 'ovs-compute-set-upgrade'];
 

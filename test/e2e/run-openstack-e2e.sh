@@ -16,8 +16,8 @@
 # The adoption line (test/e2e/openstack-adopt-steps.ts):
 #   adopted=K/N adopt_restarts=0 units_retired=U units_refused=U vm_ping_lost=L adopt_step_lost=0 openstack_vms_survived=S/S nova_managed_after=1 adopt_s=T census_mismatches=M network_ok=S/T vm_ping_sent=N max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L vm_wire_lost=W
 #   (checked: every container adopted and none restarted, every unit retired, no packet lost in the
-#   takeover nor from the DHCP namespace, no VM lost, not one VM ping lost on the host's path from
-#   tap to tap (vm_wire_lost); the guests' own losses in later steps are counted)
+#   takeover nor from the DHCP namespace, no VM lost, not one VM ping lost in any step, in the
+#   guests (vm_ping_lost) nor on the host's path from tap to tap (vm_wire_lost))
 # Exit status: vitest's (0 when every test passed), non-zero on any lost VM or lost ping packet
 # (between the VMs, or from the DHCP namespace to them; in the Open vSwitch variant, outside
 # the upgrades of openvswitch_db and vswitchd and the whole set's, which are measured).
@@ -62,6 +62,7 @@ if [ -s "$summary" ]; then
     ad=$(grep '^adopted=' "$summary")
     grep -q '^adopted=\([0-9]*\)/\1 adopt_restarts=0 units_retired=\1 units_refused=\1 vm_ping_lost=[0-9]* adopt_step_lost=0 openstack_vms_survived=\([0-9]*\)/\2 nova_managed_after=1 ' <<<"$ad" || [ "$rc" != 0 ] || rc=1
     grep -q ' vm_wire_lost=0$' <<<"$ad" || [ "$rc" != 0 ] || rc=1
+    grep -q ' vm_ping_lost=0 ' <<<"$ad" || [ "$rc" != 0 ] || rc=1
     grep -q ' census_mismatches=0 ' <<<"$ad" || [ "$rc" != 0 ] || rc=1
     grep -q ' ns_ping_lost=0 ' <<<"$ad" || [ "$rc" != 0 ] || rc=1
   fi
