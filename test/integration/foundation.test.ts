@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inOrder } from '../support/in-order.js';
 import { DockerEngine } from '../../agent/engine/docker.js';
 import { silentLogger } from '../../agent/log.js';
 import { specHash } from '../../agent/model/hash.js';
@@ -96,6 +97,7 @@ afterAll(async () => {
 });
 
 describe('spcd on a real engine', () => {
+  inOrder();
   it('brings the set up in depends_on order', async () => {
     const hv = Date.parse(await startedAt(n('hv')));
     const api = Date.parse(await startedAt(n('api')));

@@ -14,6 +14,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inOrder } from '../support/in-order.js';
 import { run } from '../e2e/libvirt-e2e-harness.js';
 import { execIn } from '../support/containers.js';
 import { REPO, sandbox, SpcdProcess } from '../support/daemon.js';
@@ -98,6 +99,7 @@ async function json<T>(id: string, args: string[]): Promise<T> {
 }
 
 describe('openstack control set under spcd', () => {
+  inOrder();
   it('brings up the infrastructure and keystone; keystone issues a token', async () => {
     const token = await until(
       'a token from keystone',

@@ -25,6 +25,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inOrder } from '../support/in-order.js';
 import { EventTap, SpcdApi } from '../e2e/libvirt-e2e-harness.js';
 import { NsPinger } from '../e2e/ns-ping.js';
 import { logsOf } from '../support/containers.js';
@@ -92,6 +93,7 @@ const vsctl = (...args: string[]): Promise<string> =>
   sh(node.vswitchd, ['ovs-vsctl', '--timeout=10', ...args]);
 
 describe('the shipped Open vSwitch containers on the userspace datapath', () => {
+  inOrder();
   it("runs vswitchd with the netdev datapath, OVSDB on its unix socket only, open to Kolla's users", async () => {
     const version = await waitFor('ovs-appctl version', () => sh(node.vswitchd, ['ovs-appctl', 'version']), {
       timeoutMs: 30_000,

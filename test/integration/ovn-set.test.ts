@@ -27,6 +27,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inOrder } from '../support/in-order.js';
 import { EventTap, SpcdApi } from '../e2e/libvirt-e2e-harness.js';
 import { NsPinger } from '../e2e/ns-ping.js';
 import { REPO, sandbox, SpcdProcess } from '../support/daemon.js';
@@ -124,6 +125,7 @@ const chassisNames = async (): Promise<string[]> =>
   (await sbctl('--bare', '--columns=name', 'list', 'Chassis')).split('\n').filter(Boolean);
 
 describe('the shipped OVN containers on the userspace datapath', () => {
+  inOrder();
   it('makes the integration bridge and registers the chassis in the southbound database', async () => {
     expect(await vsctl('get', 'Bridge', node.intBridge, 'datapath_type')).toBe('netdev');
     expect(await vsctl('get', 'Bridge', node.intBridge, 'fail_mode')).toBe('secure');

@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inOrder } from '../support/in-order.js';
 import { isSpcdError, type SpcdError } from '../../agent/errors.js';
 import { removeContainer } from '../../agent/executor/simple.js';
 import type { ContainerSpec } from '../../agent/model/spec.js';
@@ -99,6 +100,7 @@ async function expectRefused(spec: ContainerSpec, opts: { force?: boolean } = {}
 }
 
 describe('VMs survive hypervisor upgrades and rollbacks', () => {
+  inOrder();
   it('refuses a definition that breaks a VM-safety rule while VMs run, and leaves the hypervisor alone', async () => {
     const noCgroup = { ...base, binds: base.binds.filter((b) => b.target !== '/sys/fs/cgroup') };
     const e1 = await expectRefused(noCgroup);
