@@ -11,6 +11,7 @@
  */
 import { isCelError, run, type CelInput } from '@bufbuild/cel';
 import type {
+  V1Validation,
   V1ValidatingAdmissionPolicy,
   V1ValidatingAdmissionPolicyBinding,
 } from '@kubernetes/client-node';
@@ -51,6 +52,12 @@ function evaluate(expression: string, bindings: Record<string, unknown>): unknow
   }
 }
 
+/** A failed validation's message: its messageExpression if that yields a string, else its message, else its expression. */
+function messageOf(v: V1Validation, bindings: Record<string, unknown>): string {
+  const m = v.messageExpression ? evaluate(v.messageExpression, bindings) : undefined;
+  return typeof m === 'string' && m !== '' ? m : (v.message ?? v.expression);
+}
+
 /** One policy on one request: undefined when it does not apply, else its refusals. */
 function apply(policy: V1ValidatingAdmissionPolicy, req: AdmissionRequest): string[] | undefined {
   if (!matches(policy, req)) return undefined;
@@ -75,7 +82,8 @@ function apply(policy: V1ValidatingAdmissionPolicy, req: AdmissionRequest): stri
   }
   const refusals: string[] = [];
   for (const v of policy.spec?.validations ?? []) {
-    if (evaluate(v.expression, { ...base, variables }) !== true) refusals.push(v.message ?? v.expression);
+    if (evaluate(v.expression, { ...base, variables }) !== true)
+      refusals.push(messageOf(v, { ...base, variables }));
   }
   return refusals;
 }
