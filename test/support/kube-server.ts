@@ -5,6 +5,9 @@
  * (ADDED / MODIFIED / DELETED from a resourceVersion, label and name selectors)
  * that answer an expired resourceVersion with a 410 ERROR event like the real
  * apiserver.
+ * With `admission` (kube-admission.ts) it authenticates several bearer tokens
+ * and puts every write to the ValidatingAdmissionPolicies; without it, any
+ * request is taken and any write is stored.
  * Tests drive it through the real @kubernetes/client-node.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -28,6 +31,14 @@ import {
   type RecordedCall,
   type WatchClient,
 } from './kube-store.js';
+import {
+  authenticate,
+  refusal,
+  unauthorized,
+  type AdmissionOptions,
+  type AdmissionUser,
+  type Write,
+} from './kube-admission.js';
 
 export { mergePatch, strategicMergePatch, type RecordedCall };
 
@@ -48,6 +59,10 @@ export class FakeKubeServer extends KubeStore {
   port = 0;
 
   private scheme = 'http';
+
+  constructor(private readonly opts: { admission?: AdmissionOptions } = {}) {
+    super();
+  }
 
   /** `tls`: serve HTTPS with this key and certificate (spcd's in-cluster config speaks HTTPS only). */
   async start(port = 0, tls?: { key: string; cert: string }): Promise<string> {
@@ -79,7 +94,7 @@ export class FakeKubeServer extends KubeStore {
   }
 
   /** A kubeconfig file pointing at this server, and a KubeConfig loaded from it. */
-  kubeConfig(namespace = 'spcd-system'): { path: string; kc: KubeConfig } {
+  kubeConfig(namespace = 'spcd-system', token = 'test-token'): { path: string; kc: KubeConfig } {
     const dir = mkdtempSync(join(tmpdir(), 'spcd-kubeconfig-'));
     const path = join(dir, 'config');
     writeFileSync(
@@ -90,7 +105,7 @@ export class FakeKubeServer extends KubeStore {
         'clusters:',
         `- name: fake\n  cluster:\n    server: ${this.url}\n    insecure-skip-tls-verify: true`,
         'users:',
-        '- name: spcd\n  user:\n    token: test-token',
+        `- name: spcd\n  user:\n    token: ${token}`,
         'contexts:',
         `- name: fake\n  context:\n    cluster: fake\n    user: spcd\n    namespace: ${namespace}`,
         'current-context: fake',
@@ -117,6 +132,18 @@ export class FakeKubeServer extends KubeStore {
     return code;
   }
 
+  /** With `admission`: answers 422 and returns true when the policies refuse `write` (nothing is stored). */
+  private refuses(
+    res: ServerResponse,
+    record: (code: number) => void,
+    user: AdmissionUser | undefined,
+    write: Write,
+  ): boolean {
+    const refused = this.opts.admission && user ? refusal(this.opts.admission, user, write) : undefined;
+    if (refused) record(this.reply(res, 422, refused));
+    return refused !== undefined;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (this.unavailable) {
       this.refused++;
@@ -128,6 +155,12 @@ export class FakeKubeServer extends KubeStore {
       this.patchesHeld++;
       await new Promise((r) => setTimeout(r, this.patchLatencyMs));
       this.patchesHeld--;
+    }
+    const admission = this.opts.admission;
+    const user = admission ? authenticate(admission, req.headers.authorization) : undefined;
+    if (admission && !user) {
+      this.reply(res, 401, unauthorized());
+      return;
     }
     const url = new URL(req.url ?? '/', this.url);
     // /api/v1/... or /apis/<group>/v1/...
@@ -166,6 +199,16 @@ export class FakeKubeServer extends KubeStore {
     const contentType = req.headers['content-type'];
     const record = (code: number) =>
       this.calls.push({ method, verb, group, resource, namespace, name, status: code, contentType });
+    const write = (n: string, object: unknown, oldObject: unknown): Write => ({
+      verb,
+      group,
+      resource: base,
+      ...(m[4] ? { subResource: m[4] } : {}),
+      namespace,
+      name: n,
+      object,
+      oldObject,
+    });
 
     try {
       if (KINDS[base]!.namespaced !== (namespace !== null) && !(verb === 'list' || verb === 'watch')) {
@@ -204,6 +247,7 @@ export class FakeKubeServer extends KubeStore {
           record(this.reply(res, 422, status(422, 'Invalid', 'metadata.name required')));
           return;
         }
+        if (this.refuses(res, record, user, write(n, body, null))) return;
         if (this.store.has(this.key(base, namespace, n))) {
           record(this.reply(res, 409, status(409, 'AlreadyExists', `${base} "${n}" already exists`)));
           return;
@@ -222,6 +266,7 @@ export class FakeKubeServer extends KubeStore {
         return;
       }
       if (verb === 'delete') {
+        if (this.refuses(res, record, user, write(name, null, existing))) return;
         record(this.reply(res, 200, this.deleteObj(base, namespace, name, existing)));
         return;
       }
@@ -246,6 +291,7 @@ export class FakeKubeServer extends KubeStore {
           record(this.reply(res, 405, status(405, 'MethodNotAllowed', 'no PUT on subresources here')));
           return;
         }
+        if (this.refuses(res, record, user, write(name, body, existing))) return;
         record(this.reply(res, 200, this.save(base, namespace, name, body, 'MODIFIED', existing)));
         return;
       }
@@ -267,6 +313,7 @@ export class FakeKubeServer extends KubeStore {
           record(this.reply(res, 409, status(409, 'Conflict', 'the object has been modified')));
           return;
         }
+        if (this.refuses(res, record, user, write(name, next, existing))) return;
         record(this.reply(res, 200, this.save(base, namespace, name, next, 'MODIFIED', existing)));
         return;
       }
