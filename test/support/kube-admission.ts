@@ -82,7 +82,9 @@ export function refusal(
   // admit() prefixes each refusal with its policy's name
   const cut = first.indexOf(': ');
   const policy = first.slice(0, cut);
-  const binding = opts.bindings.find((b) => b.spec?.policyName === policy)?.metadata?.name ?? policy;
-  const message = `ValidatingAdmissionPolicy '${policy}' with binding '${binding}' denied request: ${first.slice(cut + 2)}`;
+  const binding = opts.bindings.find(
+    (b) => b.spec?.policyName === policy && (b.spec.validationActions ?? []).includes('Deny'),
+  )?.metadata?.name;
+  const message = `ValidatingAdmissionPolicy '${policy}' with binding '${binding ?? policy}' denied request: ${first.slice(cut + 2)}`;
   return status(422, 'Invalid', message);
 }
