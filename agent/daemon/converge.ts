@@ -21,6 +21,8 @@ export interface ConvergeDeps {
   /** The engine the operator named (--engine); preflight blocks when another answers. */
   readonly expectedEngine?: 'docker' | 'podman';
   readonly stateDir: string;
+  /** The image policy's prefixes whose images must be signed (preflight checks the tools). */
+  readonly signedPrefixes?: readonly string[];
   readonly clock: Clock;
   readonly log: Logger;
   readonly definitions: Definitions;
@@ -50,6 +52,7 @@ export class Converge implements Component {
       stateDir: this.d.stateDir,
       now: () => clock.now(),
       hypervisorSet: allContainers(definitions.current.sets).some((c) => c.role === 'hypervisor'),
+      signedPrefixes: this.d.signedPrefixes ?? [],
     });
     this.report = report;
     if (!report.ok) {

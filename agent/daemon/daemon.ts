@@ -10,7 +10,7 @@ import { DockerEngine } from '../engine/docker.js';
 import { HealthManager } from '../health/manager.js';
 import { envFailpoint } from '../executor/failpoint.js';
 import { imagePuller } from '../executor/pre-pull.js';
-import { ALLOW_ALL, type ImagePolicy } from '../model/image-policy.js';
+import { ALLOW_ALL, signedPrefixes, type ImagePolicy } from '../model/image-policy.js';
 import type { ExecutorDeps } from '../executor/ports.js';
 import { HealthSync } from '../reconciler/health-sync.js';
 import { Operations } from '../reconciler/operations.js';
@@ -251,6 +251,7 @@ function buildControl(settings: Settings, log: Logger, core: Core, onHeartbeat?:
     engine,
     ...(settings.engine ? { expectedEngine: settings.engine } : {}),
     stateDir: settings.stateDir,
+    signedPrefixes: signedPrefixes(exec.imagePolicy),
     clock,
     log,
     definitions,

@@ -74,3 +74,8 @@ export function checkImage(policy: ImagePolicy, image: string): ImageVerdict {
     };
   return { allowed: true, ref, ...(rule.signedBy ? { signature: rule.signedBy } : {}) };
 }
+
+/** The prefixes whose images must be signed (their entries name signedBy). */
+export function signedPrefixes(policy: ImagePolicy): string[] {
+  return (policy.entries ?? []).filter((e) => e.signedBy !== undefined).map((e) => e.prefix);
+}

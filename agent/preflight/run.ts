@@ -11,6 +11,7 @@ import {
   checkVirtualization,
 } from './checks.js';
 import { freeBytesAt } from './host-scan.js';
+import { checkSignatureTools } from './signature-tools.js';
 import type { PreflightCheck, PreflightDeps, PreflightReport } from './types.js';
 
 async function defaultHostInfo(): Promise<PreflightReport['host']> {
@@ -33,7 +34,7 @@ export async function runPreflight(deps: PreflightDeps): Promise<PreflightReport
   const docker = await deps.engine.info().catch(() => undefined);
   const imagesDir = docker?.rootDir ?? '/var/lib/docker';
 
-  const [virt, mods, libvirtd, cgroups, clock, host, imagesFree, stateFree] = await Promise.all([
+  const [virt, mods, libvirtd, cgroups, clock, host, imagesFree, stateFree, signing] = await Promise.all([
     checkVirtualization(procRoot, devRoot),
     checkKernelModules(procRoot, sysRoot),
     checkHostLibvirtd(procRoot, deps.hypervisorSet ?? true),
@@ -42,6 +43,7 @@ export async function runPreflight(deps: PreflightDeps): Promise<PreflightReport
     (deps.hostInfo ?? defaultHostInfo)().catch(() => ({})),
     freeBytes(imagesDir).catch(() => undefined),
     freeBytes(deps.stateDir).catch(() => undefined),
+    checkSignatureTools(deps.signedPrefixes ?? [], deps.onPath),
   ]);
   const checks: PreflightCheck[] = [
     checkDockerEngine(docker, deps.expectedEngine),
@@ -53,6 +55,7 @@ export async function runPreflight(deps: PreflightDeps): Promise<PreflightReport
     checkDisk('disk-images', imagesDir, imagesFree, DISK_LIMITS.images.warn, DISK_LIMITS.images.block),
     checkDisk('disk-state', deps.stateDir, stateFree, DISK_LIMITS.state.warn, DISK_LIMITS.state.block),
     clock,
+    signing,
   ];
   const blocking = checks.filter((c) => !c.ok && c.severity === 'block').map((c) => c.name);
   return { at: new Date(deps.now()).toISOString(), ok: blocking.length === 0, blocking, checks, host };

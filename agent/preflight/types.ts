@@ -58,4 +58,8 @@ export interface PreflightDeps {
   readonly hostInfo?: () => Promise<PreflightReport['host']>;
   /** Free bytes under a path; default node:fs statfs. */
   readonly freeBytes?: (path: string) => Promise<number | undefined>;
+  /** The image policy's prefixes whose images must be signed; default none. */
+  readonly signedPrefixes?: readonly string[];
+  /** Whether a command is on PATH; default a search of PATH. */
+  readonly onPath?: (bin: string) => Promise<boolean>;
 }

@@ -149,6 +149,7 @@ describe('preflight on this machine (real /proc, /sys, /dev)', () => {
       'disk-images',
       'disk-state',
       'clock-sync',
+      'image-signature-tools',
     ]);
     for (const c of r.checks) {
       expect(typeof c.ok).toBe('boolean');
