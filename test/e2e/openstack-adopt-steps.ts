@@ -29,7 +29,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { pingProcesses } from './ns-ping.js';
 import * as cs from './openstack-control-steps.js';
 import type { OpenStackE2eRun } from './openstack-e2e-run.js';
-import { pingReport, reportLines, VM_IPS, waitReplyAfter } from './openstack-ping.js';
+import { VM_IPS } from './openstack-ping.js';
 import { novaManages, type Acted } from './openstack-steps.js';
 import { ADOPT_STEP } from './openstack-summary.js';
 import { switchToKolla } from './openstack-switch.js';
@@ -91,13 +91,7 @@ export function adoptSteps(e2e: OpenStackE2eRun): void {
     }, 1_200_000);
 
     it('not one ping lost in any step: between the VMs (in the guests and on the host) nor from the DHCP namespace', async () => {
-      const end = v.windows.at(-1)?.to ?? Date.now() / 1000;
-      await waitReplyAfter(v.pingSources(), end, 60_000);
-      await v.nsPing!.waitReplyAfter(end, 60_000);
-      const nsStop = await v.nsPing!.stop();
-      const ping = pingReport(v.pingSources(), v.windows, v.nsPing!.directions(v.windows));
-      v.ping = ping;
-      for (const l of reportLines(ping)) console.log(`adopt ${l}`);
+      const { ping, left } = await v.closePings('adopt');
       const cap = await capture!.stop();
       const wire = wireTally(cap.lines, taps!, v.windows);
       v.wireLost = cap.dropped === 0 ? wire.lost : undefined;
@@ -116,7 +110,7 @@ export function adoptSteps(e2e: OpenStackE2eRun): void {
       expect(wire.seen, 'the capture saw no VM ping in the steps').toBeGreaterThan(0);
       expect(cap.dropped, 'tcpdump dropped packets: the host count cannot be read').toBe(0);
       expect(wire.lost, wireLine(wire, cap.dropped)).toBe(0);
-      expect(nsStop.left, 'a namespace pinger outlived its stop').toEqual([]);
+      expect(left, 'a namespace pinger outlived its stop').toEqual([]);
       expect(pingProcesses(VM_IPS)).toEqual([]);
     }, 180_000);
 

@@ -235,6 +235,7 @@ export class OpenStack {
     physnet: string | undefined,
     cidr: string,
     pool?: { start: string; end: string },
+    gateway?: string,
   ): Promise<{ network: string; subnet: string }> {
     const net: Record<string, unknown> = { name, 'provider:network_type': type };
     if (physnet) net['provider:physical_network'] = physnet;
@@ -248,7 +249,7 @@ export class OpenStack {
           ip_version: 4,
           cidr,
           enable_dhcp: true,
-          gateway_ip: null,
+          gateway_ip: gateway ?? null,
           ...(pool ? { allocation_pools: [pool] } : {}),
         },
       },

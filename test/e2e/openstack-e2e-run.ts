@@ -10,7 +10,7 @@
  * control plane: openstack-net-variant.ts, openstack-ovs.ts.
  */
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { EventTap, IMAGE_11, run, SpcdApi, vmsh } from './libvirt-e2e-harness.js';
 import { OpenStack } from './openstack-client.js';
 import {
@@ -40,10 +40,20 @@ import {
   OVS_COMPUTE_SET,
   ovsVariant,
 } from './openstack-ovs.js';
-import { adoptSummaryLine, ovsSummaryLine, summaryLine, VSWITCHD_STEP } from './openstack-summary.js';
+import { runSummaries } from './openstack-run-summary.js';
+import {
+  OVN_CENTRAL_VOLUMES,
+  OVN_COMPUTE_SET,
+  ovnComputeFiles,
+  ovnControlFiles,
+  ovnHostDown,
+  ovnRunBefore,
+  ovnVariant,
+  physnetDown,
+  physnetUp,
+} from './openstack-ovn.js';
 import { Adoption } from './openstack-adopt.js';
-import { ADOPT_STEPS } from './openstack-adopt-steps.js';
-import { KOLLA_NAMES, KollaComputeHost, kollaBoxName } from './openstack-kolla.js';
+import { KollaComputeHost, kollaBoxName } from './openstack-kolla.js';
 import { DOCKER } from '../support/kolla-box.js';
 import { computeUpSince, type Acted, type StepResult } from './openstack-steps.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
@@ -62,6 +72,8 @@ export interface OpenStackE2eOptions {
   readonly steps: number;
   /** Checked steps of the Open vSwitch variant. */
   readonly ovsSteps: number;
+  /** Checked steps of the OVN variant. */
+  readonly ovnSteps: number;
   readonly vms: number;
   /** When the run began (Date.now()), for openstack_e2e_total_s. */
   readonly t0: number;
@@ -85,6 +97,7 @@ export class OpenStackE2eRun {
   /** 1 once Nova stopped, started and deleted the VMs (Linux bridge; the adoption variant's). */
   managed = 0;
   adoptManaged = 0;
+  ovnManaged = 0;
   /** Containers restarted during the RabbitMQ outage step (undefined: the step did not run). */
   rabbitOutageRestarts: number | undefined;
   readonly ctl: SpcdControl;
@@ -95,15 +108,15 @@ export class OpenStackE2eRun {
   /** The same host built by kolla-ansible and adopted by spcd (openstack-adopt.ts). */
   readonly adopt: NetVariant;
   adoption: Adoption | undefined;
+  /** The shipped OVN set with neutron-server on ML2/OVN (openstack-ovn.ts; a run of its own). */
+  readonly ovn: NetVariant;
+  /** The OVN variant's namespace on the physnet (its file). */
+  private physnet: string | undefined;
   /** The variant whose compute set spcd runs now. */
   current: NetVariant;
-  /** 1 when each compute set spcd ran was the shipped file, byte for byte (checked when written). */
-  shippedSet = 0;
-  ovsShippedSet = 0;
-  /** vswitchd's own restart in the Open vSwitch variant's vswitchd upgrade (ms). */
-  vswitchdRestartMs: number | undefined;
   private hadRunLibvirt = true; // /run/libvirt was there before the run (else the run removes it)
   private ovsRunWas = new Set<string>();
+  private ovnRunWas = new Set<string>();
   /** The host files' rendering for this run (set by `setUp`). */
   rendering: Rendering | undefined;
 
@@ -143,7 +156,16 @@ export class OpenStackE2eRun {
       { ...ovsVariant(() => this.hostNet!.iface, 'openvswitch_vswitchd'), name: 'adopt' },
       parts,
     );
-    this.current = o.network === 'ovs' || o.network === 'adopt' ? this.ovs : this.lb;
+    this.ovn = new NetVariant(
+      ovnVariant(
+        () => this.hostNet!,
+        () => this.os!,
+        this.name,
+        () => this.physnet!,
+      ),
+      parts,
+    );
+    this.current = { ovs: this.ovs, adopt: this.ovs, ovn: this.ovn, lb: this.lb, all: this.lb }[o.network];
   }
 
   /** The OpenStack client (set up by `setUp`). */
@@ -155,6 +177,7 @@ export class OpenStackE2eRun {
   private readonly computeNames = new Set([
     ...setMembers(COMPUTE_SET).containers,
     ...setMembers(OVS_COMPUTE_SET).containers,
+    ...setMembers(OVN_COMPUTE_SET).containers,
   ]);
   readonly name = (svc: string): string => (this.computeNames.has(svc) ? svc : `${this.prefix}${svc}`);
 
@@ -196,14 +219,18 @@ export class OpenStackE2eRun {
     if (!this.o.externalControl) {
       writeSet(sb, 'control.yaml', renderSetFile(CONTROL_SET, r));
       writeSet(sb, 'network.yaml', renderSetFile(NETWORK_SET, r));
+      if (this.current === this.ovn) ovnControlFiles(sb, r);
     }
     this.hadRunLibvirt = existsSync('/run/libvirt');
     this.ovsRunWas = ovsRunBefore();
-    // Both variants' host files (the secrets are the same): the first one's overrides stay.
-    if (this.current === this.ovs) {
-      computeHost(sb, r);
-      this.ovsShippedSet = ovsComputeFiles(sb, r);
-    } else this.shippedSet = computeHost(sb, r);
+    this.ovnRunWas = ovnRunBefore();
+    // Every variant's host files (the secrets are the same): the first one's overrides stay.
+    const shipped = computeHost(sb, r);
+    if (this.current === this.ovs) this.ovs.shippedSet = ovsComputeFiles(sb, r);
+    else if (this.current === this.ovn) {
+      this.ovn.shippedSet = ovnComputeFiles(sb, r);
+      this.physnet = await physnetUp(this.hostNet, `spcdphy${process.pid % 10_000_000}`);
+    } else this.lb.shippedSet = shipped;
     this.adoption = new Adoption(this, new KollaComputeHost(root, sb.instance));
     await this.bringUp();
     // The adoption variant alone starts from spcd's Open vSwitch set with no VMs on it.
@@ -263,7 +290,7 @@ export class OpenStackE2eRun {
   /** Removes everything the run made, then prints (and writes) the summary lines. */
   async tearDown(): Promise<void> {
     const { made, hostNet, sb, os } = this;
-    const variants = [this.lb, this.ovs, this.adopt];
+    const variants = [this.lb, this.ovs, this.adopt, this.ovn];
     const vms = variants.flatMap((v) => v.vms);
     for (const v of variants) this.unclosedPings(v);
     // Nova removes what it can; the rest goes by PID and by id.
@@ -275,7 +302,7 @@ export class OpenStackE2eRun {
         await os.request('compute', 'DELETE', `/flavors/${made.flavor}`).catch(() => undefined);
     }
     if (this.current.vms.length < this.o.vms)
-      for (const c of ['nova_compute', 'nova_libvirt']) await logTail(c); // set-up failed
+      for (const c of ['nova_compute', 'nova_libvirt', this.name('neutron_server')]) await logTail(c); // set-up failed
     this.tap?.close();
     await this.spcd?.stop();
     if (sb) {
@@ -291,8 +318,12 @@ export class OpenStackE2eRun {
       await cleanupInstance(sb.instance);
       console.log(`kolla host removed: ${(await this.adoption?.host.down())?.join(',') || 'nothing'}`);
       computeHostDown(this.hadRunLibvirt);
-      console.log(`ovs volumes removed: ${removeVolumes(OVS_VOLUMES).join(',') || 'none'}`);
+      const central = OVN_CENTRAL_VOLUMES.map(this.name);
+      console.log(`ovs volumes removed: ${removeVolumes([...OVS_VOLUMES, ...central]).join(',') || 'none'}`);
       console.log(`ovs host: ${(await ovsHostDown(this.ovsRunWas)).join(', ') || 'nothing'}`);
+      console.log(`ovn host: ${ovnHostDown(this.ovnRunWas).join(', ') || 'nothing'}`);
+      if (hostNet && this.physnet)
+        console.log(`physnet: ${(await physnetDown(hostNet, basename(this.physnet))).join(', ')}`);
       // After the containers are gone: an agent still running (spcd leaves
       // containers running when it stops) would put its chains back.
       if (hostNet) {
@@ -310,7 +341,7 @@ export class OpenStackE2eRun {
       rmSync(sb.root, { recursive: true, force: true });
       console.log(`leftover containers: ${left.stdout.trim().split('\n').filter(Boolean).length}`);
     }
-    const lines = this.summaries();
+    const lines = runSummaries(this, this.o);
     for (const l of lines) console.log(l);
     if (process.env.SPCD_E2E_SUMMARY) writeFileSync(process.env.SPCD_E2E_SUMMARY, `${lines.join('\n')}\n`);
   }
@@ -324,60 +355,5 @@ export class OpenStackE2eRun {
     } catch (e) {
       console.log(`ping report (${v.spec.name}): ${(e as Error).message}`);
     }
-  }
-
-  /** The summary lines (test/e2e/run-openstack-e2e.sh prints them last): one per variant run. */
-  private summaries(): string[] {
-    console.log(`openstack_e2e_total_s=${((Date.now() - this.o.t0) / 1000).toFixed(1)}`);
-    const out: string[] = [];
-    if (this.o.network === 'all' || this.o.network === 'lb')
-      out.push(
-        summaryLine({
-          results: this.lb.results,
-          checked: this.o.steps * this.o.vms,
-          steps: this.o.steps,
-          managed: this.managed,
-          shippedSet: this.shippedSet,
-          rabbitOutageRestarts: this.rabbitOutageRestarts,
-          networkOk: this.lb.networkOk,
-          ping: this.lb.ping,
-        }),
-      );
-    if (this.o.network === 'all' || this.o.network === 'ovs')
-      out.push(
-        ovsSummaryLine(
-          {
-            results: this.ovs.results,
-            checked: this.o.ovsSteps * this.o.vms,
-            steps: this.o.ovsSteps,
-            shippedSet: this.ovsShippedSet,
-            networkOk: this.ovs.networkOk,
-            ping: this.ovs.ping,
-            vswitchdRestartMs: this.vswitchdRestartMs,
-          },
-          this.ovs.windows.find((w) => w.name === VSWITCHD_STEP),
-        ),
-      );
-    if (this.o.network === 'all' || this.o.network === 'adopt') out.push(this.adoptLine());
-    return out;
-  }
-
-  private adoptLine(): string {
-    const f = this.adoption?.figures;
-    return adoptSummaryLine({
-      results: this.adopt.results,
-      checked: ADOPT_STEPS * this.o.vms,
-      steps: ADOPT_STEPS,
-      networkOk: this.adopt.networkOk,
-      ping: this.adopt.ping,
-      managed: this.adoptManaged,
-      containers: KOLLA_NAMES.length,
-      adopted: f?.adopted ?? 0,
-      restarts: f?.restarts ?? Number.NaN,
-      unitsRetired: f?.unitsRetired ?? 0,
-      unitsRefused: f?.unitsRefused ?? 0,
-      adoptS: f?.adoptS ?? Number.NaN,
-      wireLost: this.adopt.wireLost,
-    });
   }
 }

@@ -17,6 +17,8 @@ import { NET_CIDR, PHYSNET, type HostNet } from './openstack-network.js';
 import { NetnsPing } from './openstack-ns-ping.js';
 import {
   DHCP_POOL,
+  pingReport,
+  reportLines,
   VM_IPS,
   waitPinging,
   waitReplyAfter,
@@ -47,7 +49,7 @@ export interface RunParts {
 /** How long after a step the guests and the namespace may wait for their next reply. */
 const TRAFFIC_BACK_MS = 60_000;
 
-export type VariantName = 'lb' | 'ovs' | 'adopt';
+export type VariantName = 'lb' | 'ovs' | 'adopt' | 'ovn';
 
 export interface VariantSpec {
   readonly name: VariantName;
@@ -55,6 +57,24 @@ export interface VariantSpec {
   readonly agentBinary: string;
   /** Where the ports are plugged, as this variant sees it. */
   readonly l2: (network: string) => Promise<L2View>;
+  /** No DHCP agent (OVN answers DHCP itself): the variant's own `check` replaces networkCheck. */
+  readonly withoutDhcpAgent?: {
+    readonly check: (c: VariantCheck) => Promise<{ failures: string[]; line: string }>;
+    /** The namespace file the pingers run in (instead of qdhcp-<network>). */
+    readonly pingFrom: () => string;
+    /** The subnet's gateway address (OVN's DHCP answers only on a subnet with one). */
+    readonly gateway: string;
+    /** Before the network is made, once the agents are alive; returns what it did. */
+    readonly prepare: () => Promise<string>;
+  };
+}
+
+/** What a variant's own network check is given. */
+export interface VariantCheck {
+  readonly network: string;
+  readonly serverIds: readonly string[];
+  /** Every port seen is added here (their devices are removed at the end). */
+  readonly portIds: Set<string>;
 }
 
 export class NetVariant {
@@ -71,6 +91,10 @@ export class NetVariant {
   ping: PingReport | undefined;
   /** VM pings lost on the host's path from tap to tap, when captured (tap-capture.ts). */
   wireLost: number | undefined;
+  /** 1 when the compute set spcd ran for the variant was the shipped file, byte for byte. */
+  shippedSet = 0;
+  /** vswitchd's own restart in the variant's vswitchd upgrade (ms; Open vSwitch and OVN). */
+  vswitchdRestartMs: number | undefined;
 
   constructor(
     readonly spec: VariantSpec,
@@ -81,8 +105,15 @@ export class NetVariant {
   readonly pingSources = (): PingSource[] =>
     this.vms.map((v, i) => ({ from: v.domain, peer: VM_IPS[1 - i]!, text: () => v.console.pingText() }));
 
-  readonly networkCheck = (): ReturnType<typeof networkCheck> =>
-    networkCheck({
+  readonly networkCheck = (): ReturnType<typeof networkCheck> => {
+    const own = this.spec.withoutDhcpAgent;
+    if (own)
+      return own.check({
+        network: this.made.network!,
+        serverIds: this.vms.map((v) => v.id),
+        portIds: this.run.portIds,
+      });
+    return networkCheck({
       os: this.run.os(),
       network: this.made.network!,
       hostNet: this.run.hostNet(),
@@ -92,6 +123,7 @@ export class NetVariant {
       portIds: this.run.portIds,
       l2: this.spec.l2,
     });
+  };
 
   /**
    * The variant's agents alive, its network, two VMs ACTIVE on it with their
@@ -101,7 +133,10 @@ export class NetVariant {
     const os = this.run.os();
     const inst = `${this.run.instance()}-${this.spec.name}`;
     await this.agentsAlive();
-    const net = await os.createNetwork(`${inst}-net`, 'flat', PHYSNET, NET_CIDR, DHCP_POOL);
+    const prepared = await this.spec.withoutDhcpAgent?.prepare();
+    if (prepared) console.log(`${this.spec.name}: ${prepared}`);
+    const gateway = this.spec.withoutDhcpAgent?.gateway;
+    const net = await os.createNetwork(`${inst}-net`, 'flat', PHYSNET, NET_CIDR, DHCP_POOL, gateway);
     this.made.network = net.network;
     for (const [i, ip] of VM_IPS.entries())
       this.made.ports.push(await os.createPort(`${inst}-vm-${i + 1}`, net.network, net.subnet, ip));
@@ -139,11 +174,12 @@ export class NetVariant {
     const os = this.run.os();
     const t0 = Date.now();
     const agents = await waitFor(
-      `the ${this.spec.agentBinary} and DHCP agents alive in Neutron`,
+      `the ${this.spec.agentBinary}${this.spec.withoutDhcpAgent ? '' : ' and DHCP'} agents alive in Neutron`,
       async () => {
         const a = await os.agents();
         const l2 = a.find((x) => x.binary === this.spec.agentBinary && x.alive);
-        const dhcp = a.find((x) => x.binary === 'neutron-dhcp-agent' && x.alive);
+        const dhcp =
+          this.spec.withoutDhcpAgent || a.find((x) => x.binary === 'neutron-dhcp-agent' && x.alive);
         return l2 && dhcp && a;
       },
       { timeoutMs: 600_000, intervalMs: 3000 },
@@ -162,8 +198,9 @@ export class NetVariant {
     const tNs = Date.now();
     this.nsPing = await NetnsPing.start({
       os: this.run.os(),
-      netnsDir: this.run.hostNet().netnsDir,
-      network: this.made.network!,
+      netns:
+        this.spec.withoutDhcpAgent?.pingFrom() ??
+        join(this.run.hostNet().netnsDir, `qdhcp-${this.made.network!}`),
       ports: this.made.ports,
       ips: VM_IPS,
       cidr: NET_CIDR,
@@ -222,6 +259,23 @@ export class NetVariant {
     } catch (e) {
       return [`traffic: ${(e as Error).message}`];
     }
+  }
+
+  /**
+   * Ends the pings once every direction has a reply after the last step:
+   * the namespace's pingers stopped, every packet counted and each loss
+   * placed in its step (`ping`, printed with `tag`). Returns the report and
+   * the pingers that outlived their stop.
+   */
+  async closePings(tag: string): Promise<{ ping: PingReport; left: readonly number[] }> {
+    const end = this.windows.at(-1)?.to ?? Date.now() / 1000;
+    await waitReplyAfter(this.pingSources(), end, TRAFFIC_BACK_MS);
+    await this.nsPing!.waitReplyAfter(end, TRAFFIC_BACK_MS);
+    const nsStop = await this.nsPing!.stop();
+    const ping = pingReport(this.pingSources(), this.windows, this.nsPing!.directions(this.windows));
+    this.ping = ping;
+    for (const l of reportLines(ping)) console.log(`${tag} ${l}`);
+    return { ping, left: nsStop.left };
   }
 
   private removed = false;

@@ -3,13 +3,14 @@
  * counted in-guest, and from the DHCP namespace"; docs/explanation/openstack-network.md "The
  * ping phase"): iputils ping in the DHCP agent's qdhcp-<network> namespace
  * (a file in the test's netns folder, HostNet.netnsDir), one per VM
- * (test/e2e/ns-ping.ts). The namespace's address is the DHCP port's, from the
- * subnet's pool; the VMs' ports are in the project's default security group,
+ * (test/e2e/ns-ping.ts); in the OVN variant, which has no DHCP agent, a
+ * namespace of the test's on the physnet (openstack-ovn.ts). The namespace's
+ * address is in the subnet; the VMs' ports are in the project's default security group,
  * which takes ingress only from its own members, so the run adds one rule to
  * each of their groups (ICMP over IPv4 from the subnet) and deletes it when
  * the pingers stop.
  */
-import { join } from 'node:path';
+import { basename } from 'node:path';
 import type { OpenStack } from './openstack-client.js';
 import { NsPinger, type NsPingStop } from './ns-ping.js';
 import type { CountedDirection } from './openstack-ping.js';
@@ -26,14 +27,14 @@ export class NetnsPing {
 
   /**
    * Lets the VMs' ports take ICMP from `cidr` (a rule per security group
-   * they are in), starts pinging `ips` from qdhcp-<network> in `netnsDir`,
-   * and waits until each VM answered once (the agent applies the rule within
-   * seconds).
+   * they are in), starts pinging `ips` from the namespace whose file is
+   * `netns` (qdhcp-<network> in the run's folder, or the OVN variant's
+   * physnet namespace), and waits until each VM answered once (the agent or
+   * ovn-controller applies the rule within seconds).
    */
   static async start(o: {
     os: OpenStack;
-    netnsDir: string;
-    network: string;
+    netns: string;
     ports: readonly string[];
     ips: readonly string[];
     cidr: string;
@@ -46,10 +47,10 @@ export class NetnsPing {
       const id = await o.os.allowIcmpFrom(sg, o.cidr);
       if (id) rules.push(id);
     }
-    const namespace = `qdhcp-${o.network}`;
+    const namespace = basename(o.netns);
     let pinger: NsPinger;
     try {
-      pinger = NsPinger.start(join(o.netnsDir, namespace), o.ips);
+      pinger = NsPinger.start(o.netns, o.ips);
     } catch (e) {
       for (const id of rules) await o.os.deleteSecurityGroupRule(id).catch(() => undefined);
       throw e;

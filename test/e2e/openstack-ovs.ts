@@ -39,16 +39,33 @@ const RUN_DIR = '/run/openvswitch';
  * copy is the shipped file byte for byte.
  */
 export function ovsComputeFiles(sb: { setsDir: string; root: string }, r: Rendering): 1 {
-  const set = join(sb.setsDir, 'compute.yaml');
-  writeFileSync(set, readFileSync(OVS_COMPUTE_SET, 'utf8'));
-  writeFileSync(join(sb.root, 'overrides.yaml'), renderSetFile(OVS_OVERRIDES, r));
-  if (readFileSync(set, 'utf8') !== readFileSync(OVS_COMPUTE_SET, 'utf8'))
-    throw new Error(`the compute set spcd runs (${set}) differs from ${OVS_COMPUTE_SET}`);
+  return shippedComputeFiles(sb, r, OVS_COMPUTE_SET, OVS_OVERRIDES);
+}
+
+/**
+ * A variant's compute host: the shipped `set` copied as it is into spcd's
+ * sets folder as compute.yaml, and this machine's `overrides` rendered for
+ * the run. Returns 1 when the copy is the shipped file byte for byte.
+ */
+export function shippedComputeFiles(
+  sb: { setsDir: string; root: string },
+  r: Rendering,
+  set: string,
+  overrides: string,
+): 1 {
+  const copy = join(sb.setsDir, 'compute.yaml');
+  writeFileSync(copy, readFileSync(set, 'utf8'));
+  writeFileSync(join(sb.root, 'overrides.yaml'), renderSetFile(overrides, r));
+  if (readFileSync(copy, 'utf8') !== readFileSync(set, 'utf8'))
+    throw new Error(`the compute set spcd runs (${copy}) differs from ${set}`);
   return 1;
 }
 
 /** The ports of each bridge, as OVSDB lists them (in the vswitchd container). */
-async function bridgePorts(vswitchd: string, bridges: readonly string[]): Promise<Map<string, string[]>> {
+export async function bridgePorts(
+  vswitchd: string,
+  bridges: readonly string[],
+): Promise<Map<string, string[]>> {
   const script = bridges.map((b) => `ovs-vsctl list-ports ${b}; echo ---`).join('; ');
   const out = await run('/usr/bin/docker', ['exec', vswitchd, 'sh', '-c', script], 60_000);
   const parts = out.stdout.split('---\n');

@@ -56,9 +56,14 @@ export function summaryLine(s: SummaryInput): string {
   );
 }
 
-/** The Open vSwitch variant's vswitchd and openvswitch_db upgrade steps (test/e2e/openstack-ovs-steps.ts). */
-export const VSWITCHD_STEP = 'ovs-vswitchd-upgrade';
-export const OVSDB_STEP = 'ovs-db-upgrade';
+/** The Open vSwitch and OVN variants (their lines' `network=`). */
+export type OvsNetwork = 'ovs' | 'ovn';
+/** A variant's vswitchd and openvswitch_db upgrade steps, and its whole set's (openstack-ovs-steps.ts, openstack-ovn-steps.ts). */
+export const vswitchdStep = (n: OvsNetwork): string => `${n}-vswitchd-upgrade`;
+export const ovsdbStep = (n: OvsNetwork): string => `${n}-db-upgrade`;
+export const setUpgradeStep = (n: OvsNetwork): string => `${n}-compute-set-upgrade`;
+export const VSWITCHD_STEP = vswitchdStep('ovs');
+export const OVSDB_STEP = ovsdbStep('ovs');
 /**
  * The steps whose losses are measured, not held to 0: the two that replace
  * vswitchd (its own upgrade and the whole set's: physical on the userspace
@@ -66,7 +71,11 @@ export const OVSDB_STEP = 'ovs-db-upgrade';
  * runs while the guests pinged with busybox, whose receive buffer dropped
  * replies in a starved guest: docs/explanation/adoption-proof.md).
  */
-export const MEASURED_LOSS_STEPS: readonly string[] = [VSWITCHD_STEP, OVSDB_STEP, 'ovs-compute-set-upgrade'];
+export const MEASURED_LOSS_STEPS: readonly string[] = (['ovs', 'ovn'] as const).flatMap((n) => [
+  vswitchdStep(n),
+  ovsdbStep(n),
+  setUpgradeStep(n),
+]);
 
 /** The losses of `byWindow` outside MEASURED_LOSS_STEPS: every one fails the variant. */
 export function lostElsewhere(byWindow: Readonly<Record<string, number>>): number {
@@ -84,12 +93,16 @@ function lostIn(p: PingReport, step: string): number {
 const PING_INTERVAL_MS = 200;
 
 export interface OvsSummaryInput {
+  /** Which variant (default ovs). */
+  readonly network?: OvsNetwork;
   readonly results: readonly StepResult[];
   readonly checked: number;
   readonly steps: number;
   readonly shippedSet: number;
   readonly networkOk: number;
   readonly ping: PingReport | undefined;
+  /** 1 once Nova stopped, started and deleted the variant's VMs (the OVN variant's line only). */
+  readonly managed?: number;
   /** vswitchd's own restart in its upgrade step (start-ovs.log: the old one's exit after the save, plus the new one's start to forwarding). */
   readonly vswitchdRestartMs?: number;
 }
@@ -129,11 +142,13 @@ export function ovsSummaryLine(
   const nan = Number.NaN;
   const elsewhere = p ? lostElsewhere(p.lossesByWindow) + lostElsewhere(p.nsLossesByWindow) : nan;
   const gap = p && vswitchd ? gapInWindow(p, vswitchd) : nan;
+  const n = s.network ?? 'ovs';
   return (
-    `network=ovs ovs_vms_survived=${vmSteps}/${s.checked} census_mismatches=${census} shipped_set=${s.shippedSet} network_ok=${s.networkOk}/${s.steps} ` +
+    `network=${n} ${n}_vms_survived=${vmSteps}/${s.checked} census_mismatches=${census} shipped_set=${s.shippedSet} network_ok=${s.networkOk}/${s.steps} ` +
     (p?.summary ?? 'vm_ping_sent=0 vm_ping_lost=nan max_ping_gap_ms=nan ns_ping_sent=0 ns_ping_lost=nan') +
-    ` ovsdb_upgrade_lost=${p ? lostIn(p, OVSDB_STEP) : nan} vswitchd_upgrade_lost=${p ? lostIn(p, VSWITCHD_STEP) : nan}` +
-    ` vswitchd_window_ms=${gap} vswitchd_restart_ms=${s.vswitchdRestartMs ?? nan} lost_elsewhere=${elsewhere}`
+    ` ovsdb_upgrade_lost=${p ? lostIn(p, ovsdbStep(n)) : nan} vswitchd_upgrade_lost=${p ? lostIn(p, vswitchdStep(n)) : nan}` +
+    ` vswitchd_window_ms=${gap} vswitchd_restart_ms=${s.vswitchdRestartMs ?? nan} lost_elsewhere=${elsewhere}` +
+    (s.managed === undefined ? '' : ` nova_managed_after=${s.managed}`)
   );
 }
 

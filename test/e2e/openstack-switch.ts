@@ -34,7 +34,7 @@ async function emptied(e2e: OpenStackE2eRun, v: NetVariant): Promise<void> {
 export async function switchToOvs(e2e: OpenStackE2eRun): Promise<void> {
   const t0 = Date.now();
   await emptied(e2e, e2e.lb);
-  e2e.ovsShippedSet = ovsComputeFiles(e2e.sb!, e2e.rendering!);
+  e2e.ovs.shippedSet = ovsComputeFiles(e2e.sb!, e2e.rendering!);
   const tReload = Date.now();
   await e2e.api.post('/v1/reload', {});
   console.log(

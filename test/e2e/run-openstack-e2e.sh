@@ -3,16 +3,22 @@
 # (docs/explanation/openstack-proof.md): builds or reuses the images and the guest (inside
 # the test; all cached by input hash), runs
 # test/integration/openstack-e2e.test.ts through vitest, and prints the total
-# time and the summary lines LAST, one per network variant (SPCD_E2E_NETWORK=all,
-# the default: the Linux bridge variant, then the Open vSwitch one, then the
-# same host built by kolla-ansible and adopted, on the same control plane; lb,
-# ovs or adopt: that one alone; npm run e2e:adopt is adopt). The Linux bridge line:
+# time and the summary lines LAST, one per network variant (unset
+# SPCD_E2E_NETWORK: `all`, the Linux bridge variant, then the Open vSwitch one,
+# then the same host built by kolla-ansible and adopted, on the same control
+# plane, and then the OVN variant in a second run; lb, ovs, adopt or ovn: that
+# one alone; npm run e2e:adopt is adopt, npm run e2e:ovn is ovn). The Linux bridge line:
 #   openstack_vms_survived=K/N nova_managed_after=0|1 census_mismatches=M shipped_set=1 rabbit_outage_restarts=R dockerd_restart_vm_lost=D max_libvirt_window_s=X max_compute_up_s=Y compute_up_floor_s=F dockerd_compute_up_s=E network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L
 #   (T checked steps: 7 (5 with SPCD_E2E_LB_AGENT_STEPS=0), plus one per control container, plus the compute-set upgrade, plus the RabbitMQ outage, plus a dockerd restart with live-restore on (none with SPCD_E2E_DOCKERD_STEPS=0) and one with it off (none with SPCD_E2E_DOCKERD_OFF=0); N = 2 T)
 # The Open vSwitch line (test/e2e/openstack-ovs-steps.ts):
 #   network=ovs ovs_vms_survived=K/N census_mismatches=M shipped_set=1 network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L ovsdb_upgrade_lost=D vswitchd_upgrade_lost=V vswitchd_window_ms=W vswitchd_restart_ms=R lost_elsewhere=0
 #   (T = 7 + the control containers restarted: neutron_server, the DHCP agent and RabbitMQ, every one with
 #   SPCD_E2E_OVS_CONTROL=all; this script sets SPCD_E2E_STEPS=full, the CI lane runs 3 steps: test/e2e/openstack-lanes.ts)
+# The OVN line (test/e2e/openstack-ovn-steps.ts; a second run of the test, with its own control
+# plane on ML2/OVN, after the first unless SPCD_E2E_NETWORK names one variant; npm run e2e:ovn alone):
+#   network=ovn ovn_vms_survived=K/N census_mismatches=M shipped_set=1 network_ok=S/T vm_ping_sent=N vm_ping_lost=L max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L ovsdb_upgrade_lost=D vswitchd_upgrade_lost=V vswitchd_window_ms=W vswitchd_restart_ms=R lost_elsewhere=0 nova_managed_after=1
+#   (T = 8 + 5 control containers: neutron_server, both OVN databases, ovn-northd, RabbitMQ; the
+#   namespace pings come from the physnet: OVN has no DHCP agent)
 # The adoption line (test/e2e/openstack-adopt-steps.ts):
 #   adopted=K/N adopt_restarts=0 units_retired=U units_refused=U vm_ping_lost=L adopt_step_lost=0 openstack_vms_survived=S/S nova_managed_after=1 adopt_s=T census_mismatches=M network_ok=S/T vm_ping_sent=N max_ping_gap_ms=G ns_ping_sent=N ns_ping_lost=L vm_wire_lost=W
 #   (checked: every container adopted and none restarted, every unit retired, no packet lost in the
@@ -26,7 +32,7 @@
 #   SPCD_E2E_LB_AGENT_STEPS=0 (leave out steps 6 and 7, the Linux bridge agent's),
 #   SPCD_E2E_DOCKERD_STEPS=0 (leave out steps 11 and 12, the restarts of dockerd),
 #   SPCD_E2E_DOCKERD_OFF=0 (leave out step 12, dockerd restarted with live-restore off),
-#   SPCD_E2E_NETWORK=all|lb|ovs|adopt (the variants), SPCD_E2E_OVS_CONTROL=all,
+#   SPCD_E2E_NETWORK=all|lb|ovs|adopt|ovn (unset: all, then ovn), SPCD_E2E_OVS_CONTROL=all,
 #   SPCD_E2E_STEPS=ci (the CI lane's shorter lists of steps, test/e2e/openstack-lanes.ts).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -40,8 +46,19 @@ trap 'rm -f "$summary"' EXIT
 t0=$EPOCHREALTIME
 # The long form: every step of the Open vSwitch variant (the CI lane runs a shorter list).
 export SPCD_E2E_STEPS="${SPCD_E2E_STEPS:-full}"
-SPCD_E2E_SUMMARY="$summary" npx vitest run --project integration test/integration/openstack-e2e.test.ts 2>&1
-rc=$?
+e2e() { SPCD_E2E_SUMMARY="$1" npx vitest run --project integration test/integration/openstack-e2e.test.ts 2>&1; }
+if [ -n "${SPCD_E2E_NETWORK:-}" ]; then
+  e2e "$summary"
+  rc=$?
+else
+  # The three variants on one control plane, then OVN on its own (ML2/OVN from the start).
+  ovn_summary=$(mktemp /tmp/spcd-e2e-summary.XXXXXX)
+  SPCD_E2E_NETWORK=all e2e "$summary"
+  rc=$?
+  SPCD_E2E_NETWORK=ovn e2e "$ovn_summary" || rc=$?
+  cat "$ovn_summary" >>"$summary"
+  rm -f "$ovn_summary"
+fi
 awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "e2e_openstack_wall_s=%.1f\n", b - a }'
 if [ -s "$summary" ]; then
   cat "$summary"
@@ -57,6 +74,11 @@ if [ -s "$summary" ]; then
     ovs=$(grep '^network=ovs ' "$summary")
     grep -q ' ovs_vms_survived=\([0-9]*\)/\1 census_mismatches=0 shipped_set=1 ' <<<"$ovs" || [ "$rc" != 0 ] || rc=1
     grep -q ' lost_elsewhere=0\( \|$\)' <<<"$ovs" || [ "$rc" != 0 ] || rc=1
+  fi
+  if grep -q '^network=ovn ' "$summary"; then
+    ovn=$(grep '^network=ovn ' "$summary")
+    grep -q ' ovn_vms_survived=\([0-9]*\)/\1 census_mismatches=0 shipped_set=1 ' <<<"$ovn" || [ "$rc" != 0 ] || rc=1
+    grep -q ' lost_elsewhere=0 nova_managed_after=1$' <<<"$ovn" || [ "$rc" != 0 ] || rc=1
   fi
   if grep -q '^adopted=' "$summary"; then
     ad=$(grep '^adopted=' "$summary")

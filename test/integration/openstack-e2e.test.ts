@@ -58,6 +58,7 @@ import { amongDeletes, portRevisions, waitPortsSetUpAgain } from '../e2e/opensta
 import { OpenStackE2eRun, type NetworkChoice } from '../e2e/openstack-e2e-run.js';
 import { ovsControl, ovsStepCount, ovsSteps } from '../e2e/openstack-ovs-steps.js';
 import { adoptSteps } from '../e2e/openstack-adopt-steps.js';
+import { ovnStepCount, ovnSteps } from '../e2e/openstack-ovn-steps.js';
 import { controlDefault, FULL_STEPS } from '../e2e/openstack-lanes.js';
 import { DOCKERD_STEP } from '../e2e/openstack-summary.js';
 import { rabbitOutage, type OutageResult } from '../e2e/openstack-outage-steps.js';
@@ -110,11 +111,14 @@ const VMS = 2;
  * shipped Open vSwitch set on the same control plane and runs its steps
  * (test/e2e/openstack-ovs-steps.ts), then rebuilds the host with
  * kolla-ansible's module and adopts it (test/e2e/openstack-adopt-steps.ts);
- * `lb`, `ovs` or `adopt` runs one.
+ * `lb`, `ovs` or `adopt` runs one. `ovn` is a run of its own, not in `all`:
+ * its control plane runs neutron-server on ML2/OVN and OVN's central
+ * services from the start, with the shipped OVN compute set
+ * (test/e2e/openstack-ovn-steps.ts; npm run e2e:openstack runs it after `all`).
  */
 const NETWORK = (process.env.SPCD_E2E_NETWORK ?? 'all') as NetworkChoice;
-if (!['all', 'lb', 'ovs', 'adopt'].includes(NETWORK))
-  throw new Error(`SPCD_E2E_NETWORK=${NETWORK}: expected all, lb, ovs or adopt`);
+if (!['all', 'lb', 'ovs', 'adopt', 'ovn'].includes(NETWORK))
+  throw new Error(`SPCD_E2E_NETWORK=${NETWORK}: expected all, lb, ovs, adopt or ovn`);
 const OVS_CONTROL = ovsControl(CONTROL);
 const SPCD_ARGS = ['--templates', join(REPO, 'templates'), '--gate-deadline', '600s'];
 const T0 = Date.now();
@@ -136,6 +140,7 @@ const e2e = new OpenStackE2eRun({
   t0: T0,
   network: NETWORK,
   ovsSteps: ovsStepCount(OVS_CONTROL),
+  ovnSteps: ovnStepCount(),
 });
 const { name, ctl, actions } = e2e;
 const { vms, windows, pingSources } = e2e.lb;
@@ -328,3 +333,4 @@ describe.runIf(CONTROL_READY && (NETWORK === 'all' || NETWORK === 'lb'))(
 if (CONTROL_READY && (NETWORK === 'all' || NETWORK === 'ovs'))
   ovsSteps(e2e, { switchFirst: NETWORK === 'all', control: OVS_CONTROL });
 if (CONTROL_READY && (NETWORK === 'all' || NETWORK === 'adopt')) adoptSteps(e2e);
+if (CONTROL_READY && NETWORK === 'ovn') ovnSteps(e2e);
