@@ -17,7 +17,7 @@
  *   9. upgrade the whole compute set (vswitchd among its members: measured).
  * Steps 1, 2, 5, 6 and 9 run with SPCD_E2E_STEPS=full (`npm run
  * e2e:openstack` sets it). Then every ping packet is counted, each loss
- * placed in its step: none may be lost outside 7, 8 and 9; then Nova stops
+ * placed in its step: none may be lost outside 8 and 9; then Nova stops
  * and starts one VM and deletes the other.
  */
 import { join } from 'node:path';
@@ -98,7 +98,7 @@ export function ovnSteps(e2e: OpenStackE2eRun): void {
     );
 
     it(
-      'no packet lost outside the upgrades of OVSDB, vswitchd and the set, each direction counted in its guest and from the physnet',
+      'no packet lost outside the upgrades of vswitchd and the set, each direction counted in its guest and from the physnet',
       () => lostOnlyWhereMeasured(v, 'ovn'),
       180_000,
     );
