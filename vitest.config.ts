@@ -46,6 +46,7 @@ export default defineConfig({
             'test/integration/recovery-quarantine.test.ts',
             'test/integration/recovery-rollback.test.ts',
             'test/integration/upgrade-failpoints.test.ts',
+            'test/integration/upgrade-registry.test.ts',
           ],
           // CONTAINERS_CONF: the settings ensure-podman.sh wrote, for the podman command line too.
           env: {

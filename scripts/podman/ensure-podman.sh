@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # Install (from Debian's podman and runc) and start Podman's REST API service
 # on /run/podman/podman.sock, where kolla-ansible's Podman hosts have it, if
-# nothing answers there. Idempotent: a service that answers is left alone.
-# The service reads a containers.conf of its own (written below, with why),
-# through CONTAINERS_CONF; the host's /etc/containers is not changed.
+# nothing answers there. Idempotent: a service that answers with this
+# script's settings is left alone; one this script started with other
+# settings is started again (a restart of the service stops no container).
+# The service reads a containers.conf and a registries.conf of its own
+# (written below, with why), through CONTAINERS_CONF and
+# CONTAINERS_REGISTRIES_CONF; the host's /etc/containers is not changed.
 set -euo pipefail
 
 SOCK="${SPCD_PODMAN_SOCKET:-/run/podman/podman.sock}"
 LOG="${SPCD_PODMAN_LOG:-/var/log/spcd-podman.log}"
 CONF_DIR="${SPCD_PODMAN_CONF_DIR:-/run/spcd-podman}"
 
+# The Podman lane's registry (test/podman/podman-registry.test.ts): plain
+# HTTP on loopback, which Podman refuses unless registries.conf says insecure.
+REGISTRY="${SPCD_PODMAN_TEST_REGISTRY:-127.0.0.1:15055}"
+
 ping_service() {
   curl -sf --max-time 2 --unix-socket "$SOCK" http://localhost/_ping >/dev/null 2>&1
 }
-
-if ping_service; then
-  echo "ensure-podman: Podman answers on $SOCK"
-  exit 0
-fi
 
 need_apt=()
 command -v podman >/dev/null 2>&1 || need_apt+=(podman)
@@ -51,6 +53,33 @@ cgroup_manager = "$([ -d /run/systemd/system ] && echo systemd || echo cgroupfs)
 events_logger = "$([ -d /run/systemd/system ] && echo journald || echo file)"
 CONF
 export CONTAINERS_CONF="$CONF_DIR/containers.conf"
+# The host's registries.conf (short names, mirrors) plus the test registry.
+{
+  if [ -f /etc/containers/registries.conf ]; then cat /etc/containers/registries.conf; fi
+  printf '\n[[registry]]\nlocation = "%s"\ninsecure = true\n' "$REGISTRY"
+} >"$CONF_DIR/registries.conf.new"
+mv "$CONF_DIR/registries.conf.new" "$CONF_DIR/registries.conf"
+export CONTAINERS_REGISTRIES_CONF="$CONF_DIR/registries.conf"
+
+settings=$(cat "$CONF_DIR/containers.conf" "$CONF_DIR/registries.conf" | sha256sum | cut -c1-16)
+if ping_service; then
+  if [ "$(cat "$CONF_DIR/settings" 2>/dev/null || true)" = "$settings" ]; then
+    echo "ensure-podman: Podman answers on $SOCK"
+    exit 0
+  fi
+  # Only a service this script starts (its command line names the socket) is replaced.
+  pids=$(pgrep -f "podman system service --time=0 unix://$SOCK" || true)
+  if [ -z "$pids" ]; then
+    echo "ensure-podman: Podman answers on $SOCK (not started by this script: its settings are its own)"
+    exit 0
+  fi
+  echo "ensure-podman: the service on $SOCK runs with other settings: starting it again"
+  kill $pids
+  for _ in $(seq 1 40); do
+    ping_service || break
+    sleep 0.25
+  done
+fi
 
 mkdir -p "$(dirname "$SOCK")"
 rm -f "$SOCK"
@@ -65,4 +94,5 @@ if ! ping_service; then
   tail -n 20 "$LOG" >&2 || true
   exit 1
 fi
+echo "$settings" >"$CONF_DIR/settings"
 echo "ensure-podman: Podman $(podman --version | awk '{ print $3 }') answers on $SOCK"

@@ -6,8 +6,10 @@
  * each other, the DHCP namespace's pingers), `step` (one change through spcd,
  * then the survival and network checks, its ping window recorded), `tearDown`
  * (everything the run made removed, the summary lines printed and written to
- * SPCD_E2E_SUMMARY). The variants (Linux bridge, Open vSwitch) share the
- * control plane: openstack-net-variant.ts, openstack-ovs.ts.
+ * SPCD_E2E_SUMMARY). The variants (Linux bridge, Open vSwitch, adoption)
+ * share the control plane: openstack-net-variant.ts, openstack-ovs.ts; the
+ * OVN variant is a run of its own with ML2/OVN from the start
+ * (openstack-ovn.ts).
  */
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';

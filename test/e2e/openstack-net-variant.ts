@@ -1,8 +1,10 @@
 /**
  * One network variant of the OpenStack end-to-end test
- * (docs/explanation/openstack-proof.md): the Linux bridge agent, or Open
- * vSwitch with Neutron's agent. Each has its own flat network on the run's
- * veth, its two VMs pinging each other, the DHCP namespace's pingers, its
+ * (docs/explanation/openstack-proof.md): the Linux bridge agent, Open
+ * vSwitch with Neutron's agent, or OVN (no DHCP agent: its own network
+ * check, and pingers in a namespace on the physnet; openstack-ovn.ts). Each
+ * has its own flat network on the run's veth, its two VMs pinging each
+ * other, the namespace's pingers, its
  * checked steps with their ping windows, and its network check (the
  * variant's `l2` view of where the ports are plugged). The control plane,
  * spcd, the guest image and the flavor are the run's (openstack-e2e-run.ts)

@@ -7,6 +7,19 @@ import { docker } from './docker.js';
 const SCRIPT = join(REPO, 'scripts', 'registry.sh');
 
 /**
+ * The port a test's registry listens on: any free one for Docker (which
+ * takes plain HTTP from 127.0.0.0/8), and on Podman the one the lane's
+ * registries.conf names insecure (scripts/podman/ensure-podman.sh): Podman
+ * pulls over plain HTTP only from a registry listed so. One such registry
+ * at a time.
+ */
+export function engineRegistryPort(): number {
+  if (process.env.SPCD_ENGINE !== 'podman') return 0;
+  const at = process.env.SPCD_PODMAN_TEST_REGISTRY ?? '127.0.0.1:15055';
+  return Number(at.slice(at.lastIndexOf(':') + 1));
+}
+
+/**
  * A real local registry (Debian's docker-registry) driven through
  * scripts/registry.sh: its own directory and free port on 127.0.0.1, optional
  * htpasswd auth. Images are pushed as 127.0.0.1:PORT/kolla/demo-service:TAG and
@@ -19,9 +32,13 @@ export class LocalRegistry {
     readonly auth: { user: string; pass: string } | undefined,
   ) {}
 
-  static start(dir: string, opts: { auth?: { user: string; pass: string } } = {}): LocalRegistry {
+  static start(
+    dir: string,
+    opts: { auth?: { user: string; pass: string }; port?: number } = {},
+  ): LocalRegistry {
     mkdirSync(dir, { recursive: true });
-    const args = ['start', dir, '0', ...(opts.auth ? [opts.auth.user, opts.auth.pass] : [])];
+    const want = String(opts.port ?? engineRegistryPort());
+    const args = ['start', dir, want, ...(opts.auth ? [opts.auth.user, opts.auth.pass] : [])];
     const port = Number(run(args).trim().split('\n').pop());
     if (!Number.isInteger(port) || port <= 0) throw new Error(`registry.sh start printed no port`);
     return new LocalRegistry(dir, port, opts.auth);
