@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, openEvents, type EventsTap } from '../support/api-http.js';
 import { REPO } from '../support/daemon.js';
+import { ON_PODMAN } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
 export const VM_SH = join(REPO, 'test', 'e2e', 'libvirt-vm.sh');
@@ -100,6 +101,7 @@ export async function buildImagesAndGuest(timeoutMs = 15 * 60_000): Promise<Buil
     );
   }
   const guestSeconds = (Date.now() - t1) / 1000;
+  if (ON_PODMAN) lines.push(...(await loadIntoPodman()));
   const sources: Record<string, string> = {};
   for (const l of `${images.stdout}\n${guest.stdout}`.split('\n')) {
     if (!l.trim()) continue;
@@ -109,6 +111,21 @@ export async function buildImagesAndGuest(timeoutMs = 15 * 60_000): Promise<Buil
     if (p.phase === 'guest' && p.source) sources.guest = p.source;
   }
   return { lines, imagesSeconds, guestSeconds, sources };
+}
+
+/** Copies both images from Docker, where they are built, into Podman's store (when it lacks them). */
+async function loadIntoPodman(): Promise<string[]> {
+  const dockerOnly = { SPCD_DOCKER_SOCKET: '/var/run/docker.sock' };
+  const t0 = Date.now();
+  const r = await run('bash', [join(REPO, 'scripts/podman/ensure-podman.sh')], 5 * 60_000, dockerOnly);
+  const l = await run(
+    'bash',
+    [join(REPO, 'scripts/podman/load-images.sh'), IMAGE_9, IMAGE_11],
+    10 * 60_000,
+    dockerOnly,
+  );
+  const s = ((Date.now() - t0) / 1000).toFixed(1);
+  return [...`${r.stdout}\n${l.stdout}`.split('\n').filter((x) => x.trim()), `podman_images_s=${s}`];
 }
 
 /** Field 22 of /proc/PID/stat (start time in clock ticks since boot); comm may hold spaces. */
@@ -132,6 +149,8 @@ export interface SetRendering {
   readonly noWarm?: boolean;
   /** libvirtd writes a timestamped debug log of a few categories (SPCD_E2E_TRACE=1, libvirt-phases.ts). */
   readonly trace?: { readonly file: string; readonly filters: string };
+  /** On Podman, which refuses an init process in a container of the host's PID namespace: no `init`. */
+  readonly podman?: boolean;
 }
 
 /** container-sets-e2e/libvirt.yaml with this run's root, container name and run label. */
@@ -143,6 +162,7 @@ export function renderSet(r: SetRendering): string {
     .join(r.container)
     .replace('spcd-e2e.run: manual', `spcd-e2e.run: ${r.runId}`);
   if (r.image) text = text.replace(`image: ${IMAGE_9}`, `image: ${r.image}`);
+  if (r.podman) text = text.replace(/^\s*init: true\n/m, '');
   if (r.dropCgroupBind) text = text.replace(/^\s*- \/sys\/fs\/cgroup:\/sys\/fs\/cgroup\n/m, '');
   // Without the cache-warming bootstrap task (measuring the window it saves).
   if (r.noWarm) text = text.replace(/^ *# warm-qemu-caps-begin\n[\s\S]*?# warm-qemu-caps-end\n/m, '');

@@ -12,6 +12,7 @@ import { EventTap, run, startTime, vmsh, type BuildCost } from './libvirt-e2e-ha
 import { renderSet, type SetRendering } from './libvirt-e2e-harness.js';
 import { enginePhases, formatPhases, libvirtdPhases, spcdPhases, type Phases } from './libvirt-phases.js';
 import { SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { ENGINE_CLI, ON_PODMAN } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
 /** What the run holds between its steps: set by the stand's beforeAll and by the steps. */
@@ -87,7 +88,7 @@ export async function counterNow(): Promise<number> {
 
 export async function virsh(...args: string[]): Promise<string> {
   const r = await run(
-    '/usr/bin/docker',
+    ENGINE_CLI,
     ['exec', e2e.container, 'virsh', '-q', '-c', 'qemu:///system', ...args],
     60_000,
   );
@@ -274,10 +275,10 @@ export async function expectCensusOk(op: string, action: string): Promise<void> 
 }
 
 /** Writes the run's libvirt set (its root, container and run id) with `more` of its options. */
-export function writeLibvirtSet(more: Omit<SetRendering, 'root' | 'container' | 'runId'>): void {
+export function writeLibvirtSet(more: Omit<SetRendering, 'root' | 'container' | 'runId' | 'podman'>): void {
   writeSet(
     e2e.sb,
     'libvirt.yaml',
-    renderSet({ root: e2e.root, container: e2e.container, runId: e2e.runId, ...more }),
+    renderSet({ root: e2e.root, container: e2e.container, runId: e2e.runId, podman: ON_PODMAN, ...more }),
   );
 }

@@ -17,7 +17,7 @@ import {
   vmsh,
 } from './libvirt-e2e-harness.js';
 import { TRACE_FILTERS, TRACE_LOG_IN } from './libvirt-phases.js';
-import { cleanupInstance } from '../support/docker.js';
+import { cleanupInstance, ENGINE_CLI, ON_PODMAN } from '../support/docker.js';
 import { sandbox } from '../support/daemon.js';
 import { waitFor } from '../support/wait.js';
 
@@ -34,13 +34,9 @@ import {
 
 export async function leftovers(): Promise<{ qemu: boolean; containers: number; machineCgroups: number }> {
   const qemu = e2e.qemuPid > 0 && startTime(e2e.qemuPid) === e2e.qemuStart;
-  const ps = await run(
-    '/usr/bin/docker',
-    ['ps', '-aq', '--filter', `label=spcd-e2e.run=${e2e.runId}`],
-    60_000,
-  );
+  const ps = await run(ENGINE_CLI, ['ps', '-aq', '--filter', `label=spcd-e2e.run=${e2e.runId}`], 60_000);
   const mine = await run(
-    '/usr/bin/docker',
+    ENGINE_CLI,
     ['ps', '-aq', '--filter', `label=spcd.instance=${e2e.sb.instance}`],
     60_000,
   );
@@ -75,6 +71,13 @@ export function libvirtE2eStand(): void {
     });
     await startSpcd();
     e2e.api = new SpcdApi(e2e.sb.socket);
+    // The engine spcd found on the socket is the one this run is for (SPCD_ENGINE=podman: Podman).
+    const status = await e2e.api.get<{ preflight: { checks: { name: string; detail: string }[] } }>(
+      '/v1/status',
+    );
+    const engine = status.preflight.checks.find((c) => c.name === 'docker-engine')?.detail ?? '';
+    console.log(`engine: ${engine}`);
+    expect(engine).toMatch(ON_PODMAN ? /^Podman / : /^Docker /);
     const first = await waitFor(
       'the libvirt container running and its API answering (health)',
       async () => {

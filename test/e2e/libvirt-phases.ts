@@ -2,7 +2,7 @@
  * Where a libvirt swap's window goes (issue 12 part 5): one timeline per
  * step, from three clocks that are all the host's wall clock:
  *   - spcd's own step events (`upgrade-step` begin/done, `at` in ms);
- *   - the engine's events for the run's containers (`docker events`, ns);
+ *   - the engine's events for the run's containers (its events API, ns);
  *   - libvirtd's own log, when the set was rendered with `trace` (the
  *     daemon's LIBVIRT_LOG_OUTPUTS writes a timestamped debug log of a few
  *     categories into the bound /var/lib/libvirt, so both the old and the
@@ -11,8 +11,10 @@
  * begin), so the phases read left to right.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { lineSplitter } from '../../agent/engine/lines.js';
 import type { SpcdEventLine } from './libvirt-e2e-harness.js';
-import { run } from './libvirt-e2e-harness.js';
+import { docker } from '../support/docker.js';
 
 /** The libvirt log categories the trace keeps at debug level (the rest stays at warning). */
 export const TRACE_FILTERS = '1:daemon 1:libvirt 1:qemu.qemu_driver 1:qemu.qemu_process 1:rpc.netdaemon';
@@ -42,33 +44,53 @@ export async function enginePhases(
   from: number,
   to: number,
 ): Promise<Phases> {
-  const r = await run(
-    '/usr/bin/docker',
-    [
-      'events',
-      '--since',
-      from.toFixed(3),
-      '--until',
-      to.toFixed(3),
-      '--filter',
-      `label=spcd-e2e.run=${runLabel}`,
-      '--filter',
-      'type=container',
-      '--format',
-      '{{.TimeNano}} {{.Action}} {{.Actor.ID}}',
-    ],
-    60_000,
-  );
   const out: Phases = {};
-  for (const line of r.stdout.split('\n')) {
-    const [ns, action, id] = line.trim().split(' ');
-    if (!ns || !action || !id || !['kill', 'die', 'stop', 'start'].includes(action)) continue;
-    const who = id === ids.old ? 'old' : id === ids.new ? 'new' : undefined;
+  for (const e of await engineEventsBetween(from, to)) {
+    if (e.Actor?.Attributes?.['spcd-e2e.run'] !== runLabel) continue;
+    if (e.timeNano < from * 1e9 || e.timeNano > to * 1e9) continue;
+    const action = ENGINE_ACTION[e.Action] ?? e.Action;
+    if (!['kill', 'die', 'stop', 'start'].includes(action)) continue;
+    const who = e.id === ids.old ? 'old' : e.id === ids.new ? 'new' : undefined;
     if (!who) continue;
     const key = `engine_${action}_${who}`;
-    if (out[key] === undefined) out[key] = Number(ns) / 1e9;
+    if (out[key] === undefined) out[key] = e.timeNano / 1e9;
   }
   return out;
+}
+
+/** Some Podman versions say `died` where Docker says `die` (agent/engine/dialect.ts reads both too). */
+const ENGINE_ACTION: Record<string, string> = { died: 'die' };
+
+interface EngineEvent {
+  readonly id?: string;
+  readonly Action: string;
+  readonly timeNano: number;
+  readonly Actor?: { readonly Attributes?: Record<string, string> };
+}
+
+/** The engine's container events between two epoch times (whole seconds around them), through its API (Docker's or Podman's). */
+async function engineEventsBetween(from: number, to: number): Promise<EngineEvent[]> {
+  const stream = (await docker().getEvents({
+    since: Math.floor(from),
+    until: Math.ceil(to),
+    filters: { type: ['container'] },
+  })) as unknown as Readable;
+  const lines: EngineEvent[] = [];
+  const done = new Promise<void>((resolve, reject) => {
+    stream.on('end', resolve);
+    stream.on('error', reject);
+  });
+  stream.on(
+    'data',
+    lineSplitter((l) => lines.push(JSON.parse(l) as EngineEvent)),
+  );
+  const deadline = setTimeout(() => stream.destroy(new Error('engine events: no end within 60 s')), 60_000);
+  try {
+    await done;
+  } finally {
+    clearTimeout(deadline);
+  }
+  return lines;
 }
 
 const LINE = /^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\+0000: (\d+): \w+ : (\S+?):\d+ : (.*)$/;

@@ -29,8 +29,11 @@ set -euo pipefail
 
 E2E_HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 E2E_REPO="$(cd "$E2E_HERE/../.." && pwd)"
-DOCKER="${DOCKER:-/usr/bin/docker}"
-[ -x "$DOCKER" ] || DOCKER=docker
+# SPCD_ENGINE=podman: the same helpers through Podman's command line (its
+# settings from CONTAINERS_CONF, as the lane's service has them).
+ENGINE="${SPCD_ENGINE:-docker}"
+if [ "$ENGINE" = podman ]; then DOCKER="${DOCKER:-podman}"; else DOCKER="${DOCKER:-/usr/bin/docker}"; fi
+command -v "$DOCKER" >/dev/null 2>&1 || DOCKER=docker
 CACHE="${SPCD_E2E_CACHE:-/var/cache/spcd-e2e}"
 GUEST_DIR_IN=/var/lib/libvirt/spcd-e2e
 
@@ -43,12 +46,14 @@ e2e_die() {
 # explicit capability list because --privileged cannot start on this kind of VM.
 libvirt_run_flags() {
   local root="$1"
-  printf '%s\n' --pid=host --net=host --init \
+  printf '%s\n' --pid=host --net=host \
     --cap-add ALL --cap-drop SYS_RESOURCE \
     -v /sys/fs/cgroup:/sys/fs/cgroup \
     --tmpfs /sys/fs/cgroup/unified \
     -v "$root/run/libvirt:/run/libvirt" \
     -v "$root/var/lib/libvirt:/var/lib/libvirt"
+  # Podman refuses an init process in a container of the host's PID namespace.
+  if [ "$ENGINE" != podman ]; then printf '%s\n' --init; fi
   # Not in the facts doc's list: without it a persistently defined domain
   # comes back transient after the swap (the definition stayed in the old
   # container's /etc/libvirt/qemu). Kolla binds it (nova_libvirt_qemu volume).
@@ -285,7 +290,10 @@ cmd_cleanup() {
     find "$d" -depth -type d -exec rmdir {} + 2>/dev/null && removed=$((removed + 1)) || true
   done
   for c in $ids $(cat "$root/probe/containers" 2>/dev/null || true); do
-    for d in /sys/fs/cgroup/*/docker/"$c"; do
+    # Docker's cgroups, and Podman's (cgroupfs manager): qemu stays in the
+    # controllers libvirt does not manage (pids, name=systemd) of the container
+    # that started it, so those outlive the container.
+    for d in /sys/fs/cgroup/*/docker/"$c" /sys/fs/cgroup/*/libpod_parent/libpod-"$c"; do
       [ -d "$d" ] || continue
       find "$d" -depth -type d -exec rmdir {} + 2>/dev/null && removed=$((removed + 1)) || true
     done

@@ -13,9 +13,19 @@
 # Environment: SPCD_E2E_CACHE (image/guest cache, default /var/cache/spcd-e2e),
 #   SPCD_E2E_FORCE=1 (rebuild the images and the guest), SPCD_E2E_KEEP=1,
 #   SPCD_E2E_NO_WARM=1 (without the warm-qemu-caps task), SPCD_E2E_TRACE=1
-#   (libvirtd's timestamped log in the phase timelines).
+#   (libvirtd's timestamped log in the phase timelines),
+#   SPCD_ENGINE=podman (the same run on Podman's API service, started by
+#   scripts/podman/ensure-podman.sh; the images are built with Docker and
+#   copied into Podman; docs/how-to/run-on-podman.md).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+if [ "${SPCD_ENGINE:-docker}" = podman ]; then
+  # Docker builds the images; spcd, the helpers and the test speak to Podman.
+  SPCD_DOCKER_SOCKET=/var/run/docker.sock bash scripts/ensure-docker.sh || exit 1
+  bash scripts/podman/ensure-podman.sh || exit 1
+  export SPCD_DOCKER_SOCKET="${SPCD_PODMAN_SOCKET:-/run/podman/podman.sock}"
+  export CONTAINERS_CONF="${SPCD_PODMAN_CONF_DIR:-/run/spcd-podman}/containers.conf"
+fi
 runs="${SPCD_E2E_RUNS:-1}"
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || {
   echo "run-libvirt-e2e: SPCD_E2E_RUNS must be a positive integer, not '$runs'" >&2
@@ -30,7 +40,7 @@ for i in $(seq 1 "$runs"); do
   t0=$EPOCHREALTIME
   SPCD_E2E_SUMMARY="$summary" npx vitest run --project integration test/integration/libvirt-e2e.test.ts 2>&1
   rc=$?
-  awk -v a="$t0" -v b="$EPOCHREALTIME" -v i="$i" 'BEGIN { printf "run=%d e2e_libvirt_wall_s=%.1f\n", i, b - a }'
+  awk -v a="$t0" -v b="$EPOCHREALTIME" -v i="$i" -v e="${SPCD_ENGINE:-docker}" 'BEGIN { printf "run=%d engine=%s e2e_libvirt_wall_s=%.1f\n", i, e, b - a }'
   if [ -s "$summary" ]; then
     grep '^step=' "$summary" >>"$all" || true
     echo "run=$i $(tail -n 1 "$summary")"

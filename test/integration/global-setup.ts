@@ -2,8 +2,13 @@ import { execFileSync } from 'node:child_process';
 
 /** Integration tests need a running engine, the demo images and a build of agent/. */
 export default function setup(): void {
+  // A run on Podman (SPCD_ENGINE=podman npm run e2e:libvirt) names Podman's socket: Docker's scripts get Docker's.
+  const env =
+    process.env.SPCD_ENGINE === 'podman'
+      ? { ...process.env, SPCD_DOCKER_SOCKET: '/var/run/docker.sock' }
+      : process.env;
   const run = (cmd: string, args: string[]): void => {
-    execFileSync(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], cwd: process.cwd() });
+    execFileSync(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], cwd: process.cwd(), env });
   };
   run('bash', ['scripts/ensure-docker.sh']);
   run('bash', ['scripts/build-demo-images.sh']);

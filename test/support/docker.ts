@@ -9,7 +9,8 @@ export const DOCKER_SOCKET = process.env.SPCD_DOCKER_SOCKET ?? '/var/run/docker.
  * Docker's, or Podman's in the Podman lane (vitest.config.ts sets
  * SPCD_ENGINE and CONTAINERS_CONF there).
  */
-export const ENGINE_CLI = process.env.SPCD_ENGINE === 'podman' ? 'podman' : '/usr/bin/docker';
+export const ON_PODMAN = process.env.SPCD_ENGINE === 'podman';
+export const ENGINE_CLI = ON_PODMAN ? 'podman' : '/usr/bin/docker';
 
 export function docker(): Dockerode {
   return new Dockerode({ socketPath: DOCKER_SOCKET });
