@@ -39,6 +39,7 @@ export default defineConfig({
           name: 'podman',
           include: [
             'test/podman/**/*.test.ts',
+            'test/integration/adopt-kolla-host.test.ts',
             'test/integration/boot-definitions.test.ts',
             'test/integration/health-exec.test.ts',
             'test/integration/lifecycle.test.ts',

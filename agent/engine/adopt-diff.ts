@@ -1,5 +1,6 @@
 import { hasKollaConfig, type ContainerSpec } from '../model/spec.js';
 import type { CreateBody } from './create-options.js';
+import { ulimitName } from './dialect.js';
 
 /** The parts of `docker inspect` that a definition decides. */
 export interface InspectedRuntime {
@@ -87,7 +88,7 @@ function normalize(key: string, v: unknown): unknown {
       return [...(v as string[])].sort();
     case 'Ulimits':
       return (v as { Name: string; Soft: number; Hard: number }[])
-        .map((u) => `${u.Name}=${u.Soft}:${u.Hard}`)
+        .map((u) => `${ulimitName(u.Name)}=${u.Soft}:${u.Hard}`)
         .sort();
     case 'Devices':
       return (v as { PathOnHost: string; PathInContainer: string; CgroupPermissions: string }[])

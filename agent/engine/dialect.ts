@@ -30,6 +30,15 @@ export function healthStatus(state: {
   return state.Health?.Status ?? state.Healthcheck?.Status ?? undefined;
 }
 
+/**
+ * A ulimit's Docker name: Podman's inspect names it by its RLIMIT_ constant
+ * (`RLIMIT_NOFILE`), Docker by the short name (`nofile`), which is also what
+ * a set and both engines' create take.
+ */
+export function ulimitName(raw: string): string {
+  return raw.replace(/^RLIMIT_/i, '').toLowerCase();
+}
+
 /** Which engine answers, from its /version: Podman names itself among the components. */
 export function engineKind(version: {
   readonly Components?: readonly { readonly Name?: string }[];

@@ -11,6 +11,7 @@ import {
   type InspectedRuntime,
 } from './adopt-diff.js';
 import { createBody } from './create-options.js';
+import { ulimitName } from './dialect.js';
 import { DEADLINES } from './deadlines.js';
 import { withDeadline } from './map-error.js';
 import type { CallOptions, CreateRequest } from './types.js';
@@ -203,7 +204,9 @@ export async function describeUnlabeled(
     out.devices = devices.map((d) => `${d.PathOnHost}:${d.PathInContainer}:${d.CgroupPermissions}`);
   const ulimits = (h.Ulimits ?? []) as { Name: string; Soft: number; Hard: number }[];
   if (ulimits.length > 0)
-    out.ulimits = Object.fromEntries(ulimits.map((u) => [u.Name, { soft: u.Soft, hard: u.Hard }]));
+    out.ulimits = Object.fromEntries(
+      ulimits.map((u) => [ulimitName(u.Name), { soft: u.Soft, hard: u.Hard }]),
+    );
   const tmpfs = (h.Tmpfs ?? {}) as Record<string, string>;
   if (Object.keys(tmpfs).length > 0)
     out.tmpfs = Object.entries(tmpfs).map(([t, opt]) => (opt ? `${t}:${opt}` : t));

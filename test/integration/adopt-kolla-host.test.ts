@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ContainerStatus, PlanView, SetStatus, StatusDocument } from '../../agent/api/types.js';
 import { runSpcctl } from '../support/cli-run.js';
 import { SpcdProcess, writeSet } from '../support/daemon.js';
+import { ENGINE_CLI } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 import {
   DOCKER,
@@ -180,7 +181,7 @@ describe('a host kolla-ansible built, adopted by spcd with no restart', () => {
   it('heals an adopted container that exits: the same container started again, no recreate', async () => {
     const name = n(SERVICES[0]!.kolla);
     const was = await running(name);
-    await run(DOCKER, ['kill', name]);
+    await run(ENGINE_CLI, ['kill', name]);
     const back = await waitFor(
       `${name} started again by spcd`,
       async () => {

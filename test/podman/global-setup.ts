@@ -15,5 +15,7 @@ export default function setup(): void {
   run('bash', ['scripts/podman/ensure-podman.sh']);
   const tags = ['1', '2', '3', 'crash', 'unhealthy', 'hang'];
   run('bash', ['scripts/podman/load-images.sh', ...tags.map((t) => `spcd-demo/service:${t}`)]);
+  // Kolla's runtime image (cached by input hash), for the kolla-ansible Podman host of adopt-kolla-host.
+  run('bash', ['scripts/kolla-runtime/build-image.sh']);
   run('npx', ['tsc', '-p', 'tsconfig.build.json']);
 }

@@ -7,7 +7,8 @@ import { waitFor } from './wait.js';
 
 /**
  * A host's kolla-ansible, in a box: a container that runs systemd as PID 1
- * (this machine's PID 1 is not systemd) and holds the host's Docker socket,
+ * (this machine's PID 1 is not systemd) and holds the host's Docker socket
+ * (or, for a Podman host, Podman's: `engine` below),
  * with Debian's ansible-core, python3-docker and python3-dbus, where
  * kolla-ansible's own kolla_container module (the peer's code, run from
  * ../shared/peers, never copied) creates containers on the host's engine
@@ -70,6 +71,22 @@ export const COMMON = {
   container_engine: 'docker',
 };
 
+/** Which engine the box's kolla-ansible deploys on (`kolla_container_engine`). */
+export type KollaEngine = 'docker' | 'podman';
+
+/** Podman's API service, where kolla_container's Podman worker and the units' `podman` reach it. */
+export const PODMAN_SOCKET = '/run/podman/podman.sock';
+
+/** The box's image for an engine: Podman's holds podman-py and a remote `podman` (build-podman-image.sh). */
+const BOX = {
+  docker: { image: KOLLA_HOST_IMAGE, script: 'scripts/kolla-ansible-host/build-image.sh', binds: [] },
+  podman: {
+    image: `${KOLLA_HOST_IMAGE}-podman`,
+    script: 'scripts/kolla-ansible-host/build-podman-image.sh',
+    binds: [`${PODMAN_SOCKET}:${PODMAN_SOCKET}`],
+  },
+} as const;
+
 /** One container as a role's handler asks kolla_container for it. */
 export interface KollaContainer {
   readonly name: string;
@@ -92,19 +109,22 @@ export class KollaBox {
   constructor(
     readonly name: string,
     private readonly binds: readonly string[],
+    readonly engine: KollaEngine = 'docker',
   ) {}
 
-  /** The image built (cached), the box started, its systemd up. */
+  /** The image built (cached), the box started, its systemd up. The box itself runs on Docker. */
   async up(): Promise<void> {
-    execFileSync('bash', [join(REPO, 'scripts/kolla-ansible-host/build-image.sh')], {
+    const box = BOX[this.engine];
+    execFileSync('bash', [join(REPO, box.script)], {
       stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, SPCD_DOCKER_SOCKET: '/var/run/docker.sock' },
     });
     execFileSync(
       DOCKER,
       systemdBoxRun(
         this.name,
-        [`${DOCKER}:/usr/bin/docker:ro`, `${PEER}:${PEER}:ro`, ...this.binds],
-        KOLLA_HOST_IMAGE,
+        [`${DOCKER}:/usr/bin/docker:ro`, `${PEER}:${PEER}:ro`, ...box.binds, ...this.binds],
+        box.image,
       ),
     );
     await this.systemdUp();
@@ -132,7 +152,7 @@ export class KollaBox {
     const { volumes, ...rest } = c.params as { volumes?: string[] };
     const args = {
       action: 'recreate_or_restart_container',
-      common_options: COMMON,
+      common_options: { ...COMMON, container_engine: this.engine },
       name: c.name,
       image: c.image,
       privileged: false,

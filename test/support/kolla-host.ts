@@ -1,8 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { sandbox } from './daemon.js';
-import { docker } from './docker.js';
+import { REPO, sandbox } from './daemon.js';
+import { docker, ON_PODMAN } from './docker.js';
 import { COMMON, DOCKER, KollaBox, run } from './kolla-box.js';
 
 /**
@@ -19,6 +20,11 @@ import { COMMON, DOCKER, KollaBox, run } from './kolla-box.js';
  * config folder is this test's, and `privileged: true` becomes an explicit
  * capability list (this VM cannot start --privileged).
  *
+ * In the Podman lane (SPCD_ENGINE=podman) the host is a Podman one:
+ * kolla_container gets `container_engine: podman` (podman-py, units that run
+ * `podman`), and the volumes are the roles' for Podman (/run without
+ * propagation, its shared folders one by one), but nova_libvirt's devpts mount.
+ *
  * spcd then scans them, the operator's set is the scan, the plan says adopt
  * for each and nothing else, and each is adopted on the operator's word: the
  * same container id, the same State.StartedAt, no restart, also after a
@@ -32,7 +38,16 @@ export const n = (kolla: string): string => `${sb.instance}-${kolla}`;
 export const ETC_KOLLA = join(sb.root, 'etc', 'kolla');
 export const SET = 'kolla';
 // The config folders at the same path as on the host: the engine resolves bind sources there.
-const kollaBox = new KollaBox(box, [`${sb.root}:${sb.root}`]);
+const kollaBox = new KollaBox(box, [`${sb.root}:${sb.root}`], ON_PODMAN ? 'podman' : 'docker');
+
+/**
+ * /run on a Podman host (group_vars/all.yml, podman #16305): /run bound
+ * without propagation, and the folders that must be shared bound one by one
+ * (run_default_volumes_podman); kolla-ansible creates them first.
+ */
+const RUN_SHARED_PODMAN = ['/run/netns', '/run/lock/nova', '/run/libvirt', '/run/nova', '/run/openvswitch'];
+const RUN = ON_PODMAN ? ['/run:/run'] : ['/run:/run:shared'];
+const RUN_DEFAULT = ON_PODMAN ? RUN_SHARED_PODMAN.map((d) => `${d}:${d}:shared`) : [];
 
 export interface KollaService {
   readonly kolla: string;
@@ -51,13 +66,16 @@ export const SERVICES: readonly KollaService[] = [
       volumes: [
         '/etc/localtime:/etc/localtime:ro',
         '/lib/modules:/lib/modules:ro',
-        '/run:/run:shared',
+        ...RUN,
         '/dev:/dev',
+        // kolla-ansible adds 'devpts:/dev/pts' here on Podman (a devpts mount, not a volume):
+        // left out, spcd cannot write a devpts mount in a set yet (docs/how-to/run-on-podman.md).
         '/sys/fs/cgroup:/sys/fs/cgroup',
         `${n('kolla_logs')}:/var/log/kolla/`,
         `${n('libvirtd')}:/var/lib/libvirt`,
         `${n('nova_compute')}:/var/lib/nova/`,
         `${n('nova_libvirt_qemu')}:/etc/libvirt/qemu`,
+        ...RUN_DEFAULT,
       ],
     },
   },
@@ -70,11 +88,12 @@ export const SERVICES: readonly KollaService[] = [
       volumes: [
         '/etc/localtime:/etc/localtime:ro',
         '/lib/modules:/lib/modules:ro',
-        '/run:/run:shared',
+        ...RUN,
         '/dev:/dev',
         `${n('kolla_logs')}:/var/log/kolla/`,
         `${n('libvirtd')}:/var/lib/libvirt`,
         `${n('nova_compute')}:/var/lib/nova/`,
+        ...RUN_DEFAULT,
       ],
     },
   },
@@ -136,6 +155,14 @@ export function kollaHostStand(services: boolean): void {
         JSON.stringify({ command: 'sleep infinity', config_files: [] }, null, 4),
       );
     }
+    if (ON_PODMAN) {
+      for (const d of RUN_SHARED_PODMAN) mkdirSync(d, { recursive: true });
+      // The image is built with Docker; kolla-ansible's Podman host pulls it into Podman's store.
+      execFileSync('bash', [join(REPO, 'scripts/podman/load-images.sh'), KOLLA_IMAGE], {
+        stdio: ['ignore', 'inherit', 'inherit'],
+        env: { ...process.env, SPCD_DOCKER_SOCKET: '/var/run/docker.sock' },
+      });
+    }
     await kollaBox.up();
     for (const s of services ? SERVICES : []) {
       const out = await kollaContainer(s);
@@ -145,11 +172,12 @@ export function kollaHostStand(services: boolean): void {
 
   afterAll(async () => {
     await kollaBox.down();
-    for (const s of SERVICES)
-      await docker()
-        .getContainer(n(s.kolla))
-        .remove({ force: true })
-        .catch(() => undefined);
+    // Killed first: Podman's forced remove stops a container with its stop timeout (kolla's 60 s), Docker's kills it.
+    for (const s of SERVICES) {
+      const c = docker().getContainer(n(s.kolla));
+      await c.kill().catch(() => undefined);
+      await c.remove({ force: true }).catch(() => undefined);
+    }
     for (const v of ['kolla_logs', 'libvirtd', 'nova_compute', 'nova_libvirt_qemu'])
       await docker()
         .getVolume(n(v))

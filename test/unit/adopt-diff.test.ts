@@ -78,6 +78,13 @@ function kollaMade(over: Partial<Record<string, unknown>> = {}, env: string[] = 
 }
 
 describe('runtimeDifferences', () => {
+  it("reads Podman's ulimit names as the definition's, and still names a different limit", () => {
+    const podman = kollaMade({ Ulimits: [{ Name: 'RLIMIT_MEMLOCK', Soft: 67108864, Hard: 67108864 }] });
+    expect(runtimeDifferences(SPEC, body, podman, IMAGE)).toEqual([]);
+    const other = kollaMade({ Ulimits: [{ Name: 'RLIMIT_MEMLOCK', Soft: 1024, Hard: 1024 }] });
+    expect(runtimeDifferences(SPEC, body, other, IMAGE).join('\n')).toMatch(/memlock=1024:1024/);
+  });
+
   it("finds none when the definition reproduces the container, whatever the engine's spellings", () => {
     // ShmSize is Docker's default (64 MiB), not a choice: a definition without shm_size leaves it to Docker.
     expect(runtimeDifferences(SPEC, body, kollaMade(), IMAGE)).toEqual([]);

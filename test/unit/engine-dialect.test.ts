@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { engineKind, eventAction, forPodman, healthStatus } from '../../agent/engine/dialect.js';
+import { engineKind, eventAction, forPodman, healthStatus, ulimitName } from '../../agent/engine/dialect.js';
 
 describe("the engine's dialect: Docker's names and Podman's read alike", () => {
   it("reads Podman's event names as Docker's", () => {
@@ -16,6 +16,12 @@ describe("the engine's dialect: Docker's names and Podman's read alike", () => {
     expect(healthStatus({ Healthcheck: { Status: 'unhealthy' } })).toBe('unhealthy');
     expect(healthStatus({ Health: null, Healthcheck: null })).toBeUndefined();
     expect(healthStatus({})).toBeUndefined();
+  });
+
+  it("reads Podman's ulimit names (RLIMIT_NOFILE) as Docker's (nofile)", () => {
+    expect(ulimitName('RLIMIT_NOFILE')).toBe('nofile');
+    expect(ulimitName('RLIMIT_MEMLOCK')).toBe('memlock');
+    expect(ulimitName('nofile')).toBe('nofile');
   });
 
   it('tells Podman from Docker by the components /version lists', () => {
