@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO } from './daemon.js';
-import { docker } from './docker.js';
+import { docker, ON_PODMAN } from './docker.js';
 
 const SCRIPT = join(REPO, 'scripts', 'registry.sh');
 
@@ -94,6 +94,10 @@ export class LocalRegistry {
             .remove()
             .catch(() => undefined);
       }
+      // Podman removes the whole image by a digest, its other tags (spcd-demo/service:N) with it;
+      // Docker only that reference. Untagged from this registry, the image has no digest of it left on Podman.
+      const keptElsewhere = (img.RepoTags ?? []).some((t) => !t.startsWith(`${this.host}/`));
+      if (ON_PODMAN && keptElsewhere) continue;
       for (const dg of img.RepoDigests ?? []) {
         if (dg.startsWith(`${this.host}/`))
           await d
