@@ -1,6 +1,6 @@
 import { hasKollaConfig, type ContainerSpec } from '../model/spec.js';
 import type { CreateBody } from './create-options.js';
-import { ulimitName } from './dialect.js';
+import { bindsWithoutDevpts, devptsTargets, ulimitName, type InspectedMount } from './dialect.js';
 
 /** The parts of `docker inspect` that a definition decides. */
 export interface InspectedRuntime {
@@ -13,6 +13,7 @@ export interface InspectedRuntime {
     readonly WorkingDir?: string;
   };
   readonly HostConfig: Readonly<Record<string, unknown>>;
+  readonly Mounts?: readonly InspectedMount[] | null;
 }
 
 /** What the image itself sets: a container that keeps it chose nothing. */
@@ -200,13 +201,22 @@ export function runtimeDifferences(
     out.push(`image: definition ${show(body.Image)}, running ${show(running.Config.Image)}`);
   out.push(...processDifferences(body, running, image));
   out.push(...envDifferences(body, running, image));
+  const devpts = devptsTargets(running.Mounts);
+  const binds = running.HostConfig.Binds;
+  const host: Readonly<Record<string, unknown>> = {
+    ...running.HostConfig,
+    Binds: Array.isArray(binds) ? bindsWithoutDevpts(binds as string[], devpts) : binds,
+  };
   for (const [key, yamlKey] of HOST_KEYS) {
     if (body.HostConfig[key] === undefined && ENGINE_DEFAULTS.has(key)) continue;
     const want = normalize(key, body.HostConfig[key]);
-    const have = normalize(key, running.HostConfig[key]);
+    const have = normalize(key, host[key]);
     if (JSON.stringify(want) !== JSON.stringify(have))
       out.push(`${yamlKey}: definition ${show(want)}, running ${show(have)}`);
   }
+  const wantDevpts = [...spec.devpts].sort();
+  if (JSON.stringify(wantDevpts) !== JSON.stringify(devpts))
+    out.push(`devpts: definition ${show(wantDevpts)}, running ${show(devpts)}`);
   const [want, have] = [unconfinedPaths(body.HostConfig), unconfinedPaths(running.HostConfig)];
   if (want !== have)
     out.push(

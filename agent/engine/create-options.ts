@@ -50,6 +50,10 @@ const CUSTOM: {
   tmpfs: (s, _req, body) => {
     body.HostConfig.Tmpfs = Object.fromEntries(s.tmpfs.map((t) => [t.target, t.options]));
   },
+  // Podman's Docker-compatible API takes a devpts mount in Mounts; Docker refuses the type.
+  devpts: (s, _req, body) => {
+    if (s.devpts.length > 0) body.HostConfig.Mounts = s.devpts.map((t) => ({ Type: 'devpts', Target: t }));
+  },
   devices: (s, _req, body) => {
     body.HostConfig.Devices = s.devices.map((d) => ({
       PathOnHost: d.host,

@@ -39,6 +39,37 @@ export function ulimitName(raw: string): string {
   return raw.replace(/^RLIMIT_/i, '').toLowerCase();
 }
 
+/** A mount as inspect lists it (`Mounts`). */
+export interface InspectedMount {
+  readonly Type?: string;
+  readonly Source?: string;
+  readonly Destination?: string;
+}
+
+/**
+ * The container paths of a container's devpts mounts, sorted. Podman lists
+ * one under its own type, or as a bind whose source is `devpts` (created
+ * through the Docker-compatible API) or empty (through libpod, as
+ * kolla-ansible's podman-py does). A named volume called `devpts` is a
+ * volume, not one of these.
+ */
+export function devptsTargets(mounts: readonly InspectedMount[] | null | undefined): string[] {
+  const devpts = (m: InspectedMount): boolean =>
+    m.Type === 'devpts' || (m.Type === 'bind' && (m.Source === 'devpts' || m.Source === ''));
+  return (mounts ?? [])
+    .filter(devpts)
+    .map((m) => m.Destination ?? '')
+    .sort();
+}
+
+/** The Binds entries that are not those devpts mounts (Podman lists them among the binds too). */
+export function bindsWithoutDevpts(binds: readonly string[], devpts: readonly string[]): string[] {
+  return binds.filter((b) => {
+    const [source = '', target = ''] = b.split(':');
+    return !((source === '' || source === 'devpts') && devpts.includes(target));
+  });
+}
+
 /** Which engine answers, from its /version: Podman names itself among the components. */
 export function engineKind(version: {
   readonly Components?: readonly { readonly Name?: string }[];

@@ -11,7 +11,7 @@ import {
   type InspectedRuntime,
 } from './adopt-diff.js';
 import { createBody } from './create-options.js';
-import { ulimitName } from './dialect.js';
+import { bindsWithoutDevpts, devptsTargets, ulimitName } from './dialect.js';
 import { DEADLINES } from './deadlines.js';
 import { withDeadline } from './map-error.js';
 import type { CallOptions, CreateRequest } from './types.js';
@@ -190,7 +190,10 @@ export async function describeUnlabeled(
     if (typeof v === 'string' && v !== '' && v !== 'private' && v !== 'shareable' && v !== 'default')
       out[yaml] = v;
   }
-  if (list(h.Binds).length > 0) out.binds = list(h.Binds).map(bindText);
+  const devpts = devptsTargets(info.Mounts);
+  const binds = bindsWithoutDevpts(list(h.Binds), devpts);
+  if (binds.length > 0) out.binds = binds.map(bindText);
+  if (devpts.length > 0) out.devpts = devpts;
   if (list(h.CapAdd).length > 0) out.cap_add = list(h.CapAdd);
   if (list(h.CapDrop).length > 0) out.cap_drop = list(h.CapDrop);
   const securityOpt = scannedSecurityOpt(h);

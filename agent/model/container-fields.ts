@@ -155,6 +155,14 @@ export const CONTAINER_FIELDS = {
     engine: 'custom',
     doc: 'tmpfs mounts: "/target[:options]" or {target, options}.',
   },
+  devpts: {
+    key: 'devpts',
+    value: custom<readonly string[]>('devpts'),
+    default: [],
+    hash: true,
+    engine: 'custom',
+    doc: 'devpts mounts, Podman only: container paths (e.g. [/dev/pts]), each a new devpts instance, as kolla-ansible gives nova_libvirt on Podman.',
+  },
   devices: {
     key: 'devices',
     value: custom<readonly DeviceMapping[]>('devices'),

@@ -41,6 +41,7 @@ export type CustomReaderName =
   | 'capabilities'
   | 'binds'
   | 'tmpfs'
+  | 'devpts'
   | 'devices'
   | 'ulimits'
   | 'sysctls'

@@ -37,6 +37,7 @@ import {
   PROPAGATIONS,
   readBinds,
   readDevices,
+  readDevpts,
   readTmpfs,
   TMPFS_KEYS,
   TMPFS_OPTIONS,
@@ -191,6 +192,10 @@ export const CUSTOM_READERS: { readonly [N in CustomReaderName]: CustomReader } 
           object({ target: ABS_PATH_SCHEMA, options: { type: 'string' } }, TMPFS_KEYS, ['target']),
         ],
       }),
+  },
+  devpts: {
+    read: (r, v, w, ctx) => readDevpts(r, v, w, ctx.mountTargets),
+    schema: () => list({ type: 'string', pattern: '^/[^:]*$' }),
   },
   devices: {
     read: (r, v, w) => readDevices(r, v, w),

@@ -268,6 +268,26 @@ export function readTmpfs(r: Reader, v: unknown, w: Where, targets: MountTargets
   return list.map((t) => t.item).sort(byKey((t) => t.target));
 }
 
+/**
+ * `devpts:` (Podman): the container paths where a new devpts instance is
+ * mounted, sorted; read after binds and tmpfs, whose targets it must not
+ * mount again.
+ */
+export function readDevpts(r: Reader, v: unknown, w: Where, targets: MountTargets): string[] | undefined {
+  const list = parseList(r, v, w, (rr, item, where) => {
+    if (typeof item === 'string' && item.includes(':')) {
+      rr.fail(
+        where,
+        'a devpts mount takes no source or options: write only the container path, e.g. /dev/pts',
+      );
+      return undefined;
+    }
+    return rr.absPath(item, where);
+  });
+  if (!list || !unique(r, list, (t) => t, targets, mounted)) return undefined;
+  return list.map((t) => t.item).sort();
+}
+
 /** `devices:`, sorted by container path, each container path once. */
 export function readDevices(r: Reader, v: unknown, w: Where): DeviceMapping[] | undefined {
   const list = parseList(r, v, w, parseDevice);

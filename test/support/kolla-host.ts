@@ -23,7 +23,7 @@ import { COMMON, DOCKER, KollaBox, run } from './kolla-box.js';
  * In the Podman lane (SPCD_ENGINE=podman) the host is a Podman one:
  * kolla_container gets `container_engine: podman` (podman-py, units that run
  * `podman`), and the volumes are the roles' for Podman (/run without
- * propagation, its shared folders one by one), but nova_libvirt's devpts mount.
+ * propagation, its shared folders one by one, nova_libvirt's devpts mount).
  *
  * spcd then scans them, the operator's set is the scan, the plan says adopt
  * for each and nothing else, and each is adopted on the operator's word: the
@@ -68,8 +68,7 @@ export const SERVICES: readonly KollaService[] = [
         '/lib/modules:/lib/modules:ro',
         ...RUN,
         '/dev:/dev',
-        // kolla-ansible adds 'devpts:/dev/pts' here on Podman (a devpts mount, not a volume):
-        // left out, spcd cannot write a devpts mount in a set yet (docs/how-to/run-on-podman.md).
+        ...(ON_PODMAN ? ['devpts:/dev/pts'] : []),
         '/sys/fs/cgroup:/sys/fs/cgroup',
         `${n('kolla_logs')}:/var/log/kolla/`,
         `${n('libvirtd')}:/var/lib/libvirt`,

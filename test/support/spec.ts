@@ -15,6 +15,7 @@ export function containerSpec(name: string, over: Partial<ContainerSpec> = {}): 
     cgroupns: 'private',
     binds: [],
     tmpfs: [],
+    devpts: [],
     devices: [],
     capAdd: [],
     capDrop: [],

@@ -189,6 +189,7 @@ describe('defaults', () => {
       cgroupns: 'private',
       binds: [],
       tmpfs: [],
+      devpts: [],
       devices: [],
       capAdd: [],
       capDrop: [],

@@ -4,23 +4,18 @@ import { specHash } from '../../agent/model/hash.js';
 import { volumeNames, type BindMount } from '../../agent/model/spec.js';
 import { vmSafetyViolations } from '../../agent/model/vm-safety.js';
 import { containerSpec } from '../support/spec.js';
-import { cleanupAfterEach, container, loadOne, problemsOf } from '../fixtures/spec/helpers.js';
+import {
+  cleanupAfterEach,
+  container,
+  containerProblems,
+  loadOne,
+  WEB_IDENTITY,
+} from '../fixtures/spec/helpers.js';
 
 cleanupAfterEach();
 
-const IDENTITY = {
-  instance: 'i',
-  set: 's',
-  container: 'web',
-  generation: 1,
-  specHash: 'v2-x',
-  configHash: 'none',
-};
-
-/** Every problem of a one-container file, as "file:line: path: message". */
-async function problems(...fields: string[]): Promise<string[]> {
-  return (await problemsOf(container(...fields))).map((p) => `${p.where}: ${p.message}`);
-}
+const problems = containerProblems;
+const IDENTITY = WEB_IDENTITY;
 
 describe('named volumes in binds', () => {
   it('reads the short form as Docker and kolla-ansible write it, and the long form', async () => {
