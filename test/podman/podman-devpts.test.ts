@@ -34,14 +34,19 @@ async function running(): Promise<Running | undefined> {
   return i?.State.Running ? { id: i.Id, pid: i.State.Pid, mounts: i.Mounts } : undefined;
 }
 
-/** The device number (major:minor) of the filesystem mounted at `path` in a process's mount namespace, and its type. */
+/**
+ * The device number (major:minor) and type of the filesystem a process sees
+ * at `path`: the last mount there in its mountinfo, the one on top (the /dev
+ * bind brings the host's /dev/pts in beneath).
+ */
 function mountAt(pid: number | 'self', path: string): { dev: string; type: string } | undefined {
+  let top: { dev: string; type: string } | undefined;
   for (const line of readFileSync(`/proc/${pid}/mountinfo`, 'utf8').split('\n')) {
     const [left, right] = line.split(' - ');
     const f = (left ?? '').split(' ');
-    if (f[4] === path) return { dev: f[2] ?? '', type: (right ?? '').split(' ')[0] ?? '' };
+    if (f[4] === path) top = { dev: f[2] ?? '', type: (right ?? '').split(' ')[0] ?? '' };
   }
-  return undefined;
+  return top;
 }
 
 const plan = async (): Promise<PlanView> =>
