@@ -55,6 +55,10 @@ export const ERRORS = {
   ENGINE_NOT_FOUND: { status: 404, summary: 'The engine has no such container or image.' },
   ENGINE_CONFLICT: { status: 409, summary: 'The engine refused: name in use or state conflict.' },
   ENGINE_FAILED: { status: 502, summary: 'The engine answered with an error.' },
+  ENGINE_UNSUPPORTED: {
+    status: 422,
+    summary: 'The engine that answers cannot run this definition as written; nothing was created.',
+  },
   IMAGE_PULL_FAILED: {
     status: 502,
     summary: 'Pulling an image failed (registry down, missing tag, bad credentials).',

@@ -96,3 +96,27 @@ export function forPodman<B extends { HostConfig: Record<string, unknown> }>(bod
   );
   return { ...body, HostConfig: { ...body.HostConfig, Tmpfs: adjusted } };
 }
+
+/** What spcd asks of a container that an engine refuses to run, and why. */
+interface RefusalFacts {
+  readonly name: string;
+  readonly source: string;
+  readonly init?: boolean;
+  readonly pid?: string;
+}
+
+/**
+ * Why Podman cannot create this container as defined, or undefined when it
+ * can. Podman refuses an init process in a container that shares the host's
+ * PID namespace ("cannot add init binary as PID 1"); Docker runs one there.
+ * Said before the create, so the operator reads the field to change rather
+ * than the engine's message, again at every backoff.
+ */
+export function podmanRefusal(spec: RefusalFacts): string | undefined {
+  if (spec.init === true && spec.pid === 'host')
+    return (
+      `container ${spec.name} (${spec.source}): init: true with pid: host: Podman runs no init process ` +
+      `in the host's PID namespace; set init: false for this host (an overrides file: containers.${spec.name}.init: false)`
+    );
+  return undefined;
+}

@@ -6,7 +6,7 @@ import type { ObservedContainer } from '../model/observed.js';
 import { createBody } from './create-options.js';
 import { DEADLINES } from './deadlines.js';
 import { loadDockerode } from './load-dockerode.js';
-import { engineKind, forPodman, healthStatus, type EngineKind } from './dialect.js';
+import { engineKind, forPodman, healthStatus, podmanRefusal, type EngineKind } from './dialect.js';
 import { runExec } from './exec.js';
 import { mapEngineError, withDeadline } from './map-error.js';
 import { pullImage } from './pull.js';
@@ -249,7 +249,11 @@ export class DockerEngine implements Engine {
 
   async create(req: CreateRequest, o?: CallOptions): Promise<string> {
     const asDocker = createBody(req);
-    const body = (await this.engineKind(o)) === 'podman' ? forPodman(asDocker) : asDocker;
+    const podman = (await this.engineKind(o)) === 'podman';
+    const refusal = podman ? podmanRefusal(req.spec) : undefined;
+    if (refusal)
+      throw new SpcdError('ENGINE_UNSUPPORTED', refusal, { container: asDocker.name, engine: 'podman' });
+    const body = podman ? forPodman(asDocker) : asDocker;
     const created = await withDeadline(`create ${body.name}`, DEADLINES.create, o?.signal, (abortSignal) =>
       this.docker.createContainer({ ...body, abortSignal } as unknown as Dockerode.ContainerCreateOptions),
     );

@@ -21,6 +21,12 @@ export interface LedgerEntry {
   readonly pendingHeal: { readonly reason: string } | null;
 }
 
+/** A desired container, as far as the ledger compares definitions. */
+interface Defined {
+  readonly spec: { readonly name: string };
+  readonly specHash: string;
+}
+
 const FRESH: LedgerEntry = {
   backoff: FRESH_BACKOFF,
   failed: null,
@@ -124,6 +130,20 @@ export class ContainerLedger {
   /** The last error no longer holds (a create succeeded, a quarantine cleared). */
   errorCleared(name: string): void {
     this.set(name, { lastError: null });
+  }
+
+  /**
+   * New definitions replace `before` (a reload): a container whose own
+   * definition changed is the operator's act, and spcd tries again what it
+   * had given up on (a definition the engine refused, a failed bootstrap).
+   */
+  definitionsReplaced(before: readonly Defined[], after: readonly Defined[]): void {
+    const was = new Map(before.map((d) => [d.spec.name, d.specHash]));
+    for (const { spec, specHash } of after) {
+      const old = was.get(spec.name);
+      if (old !== undefined && old !== specHash && this.of(spec.name).failed !== null)
+        this.set(spec.name, { failed: null });
+    }
   }
 
   /** The operator started it: spcd tries again, and a pending heal is moot. */

@@ -209,6 +209,7 @@ export class Reconciler {
 
   /** Definitions read cleanly: they replace whatever was desired, and end the keep. */
   setDesired(desired: DesiredContainer[]): void {
+    this.ledger.definitionsReplaced(this.desired, desired);
     this.desired = desired;
     this.keep = null;
     this.trigger();

@@ -124,12 +124,16 @@ export const EXECUTORS: Executors = {
   },
 };
 
+/** Failures no retry can mend: each needs an operator's change. */
+const GIVE_UP: ReadonlySet<string> = new Set(['BOOTSTRAP_FAILED', 'VM_SAFETY_REFUSED', 'ENGINE_UNSUPPORTED']);
+
 /**
  * Why spcd stops trying after this failed step, or null when it retries with
  * backoff: a refused removal is retried (the VMs may be migrated); a refused
- * change or a failed bootstrap needs an operator.
+ * change, a failed bootstrap or a definition the engine cannot run needs an
+ * operator.
  */
 export function giveUpReason(s: Step, e: SpcdError): string | null {
   if (s.kind === 'remove') return null;
-  return e.code === 'BOOTSTRAP_FAILED' || e.code === 'VM_SAFETY_REFUSED' ? e.message : null;
+  return GIVE_UP.has(e.code) ? e.message : null;
 }

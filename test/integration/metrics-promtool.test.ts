@@ -5,13 +5,12 @@
  * commits and one that rolls back.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { capsOverride, REPO, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { capsOverride, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
+import { BundledDemo } from '../support/demo-set.js';
 import { cleanupInstance } from '../support/docker.js';
+import { freePort } from '../support/ports.js';
 import { waitFor } from '../support/wait.js';
 
 const run = promisify(execFile);
@@ -24,14 +23,6 @@ async function curl(method: string, path: string, body?: unknown): Promise<strin
   if (body !== undefined) args.push('-H', 'content-type: application/json', '-d', JSON.stringify(body));
   const { stdout } = await run('curl', [...args, `http://spcd${path}`], { maxBuffer: 8 * 1024 * 1024 });
   return stdout;
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 /** promtool check metrics, the exposition on its stdin. */
@@ -50,15 +41,8 @@ function promtool(text: string): Promise<{ code: number | null; out: string }> {
 beforeAll(async () => {
   const port = await freePort();
   const closed = await freePort();
-  const libvirtRun = join(sb.root, 'run-libvirt');
-  const libvirtLib = join(sb.root, 'lib-libvirt');
-  mkdirSync(libvirtRun);
-  mkdirSync(libvirtLib);
-  const demo = readFileSync(join(REPO, 'container-sets/demo/demo.yaml'), 'utf8')
-    .replace(/\bdemo_(libvirt|compute|ovs_agent)\b/g, (_m, s: string) => name(s))
-    .replaceAll('18775', String(port))
-    .replaceAll('/run/spcd-demo/libvirt', libvirtRun)
-    .replaceAll('/var/lib/spcd-demo/libvirt', libvirtLib)
+  const demo = BundledDemo.create(sb, port)
+    .read('container-sets/demo/demo.yaml')
     // A dependency check on a port nothing listens on: spcd_check_dependency_up has a sample (0).
     .replace(
       /( +)- name: api\n/,

@@ -9,10 +9,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, mkdirSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from './wait.js';
+import { freePort } from './ports.js';
+
+export { freePort };
 
 interface Member {
   readonly name: string;
@@ -22,18 +24,6 @@ interface Member {
   readonly logFile: string;
   proc: ChildProcess | undefined;
   exited: Promise<void> | undefined;
-}
-
-/** A loopback port the OS gives free (closed again before it returns). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Whether the etcd binary is there (scripts/ensure-etcd.sh installs it). */

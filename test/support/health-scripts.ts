@@ -1,7 +1,6 @@
 import { mkdtempSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
-import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import Docker from 'dockerode';
 import { expect } from 'vitest';
@@ -18,13 +17,7 @@ export async function removeOurs(): Promise<void> {
   await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true })));
 }
 
-export async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
+export { freePort } from './ports.js';
 
 export interface Run {
   code: number | null;

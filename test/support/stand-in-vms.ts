@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, rmdirSync } from 'node:fs';
+import { ENGINE_CLI } from './docker.js';
 import { waitFor } from './wait.js';
 
 /**
@@ -39,7 +40,7 @@ export function hypervisorBody(root: string, image: string, indent = 0): string 
 }
 
 export function startVm(container: string, name: string): StandInVm {
-  const out = execFileSync('/usr/bin/docker', ['exec', container, 'vm-start', name], { encoding: 'utf8' });
+  const out = execFileSync(ENGINE_CLI, ['exec', container, 'vm-start', name], { encoding: 'utf8' });
   return { name, pid: Number(out.trim()) };
 }
 

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { engineKind, eventAction, forPodman, healthStatus, ulimitName } from '../../agent/engine/dialect.js';
+import {
+  engineKind,
+  eventAction,
+  forPodman,
+  healthStatus,
+  podmanRefusal,
+  ulimitName,
+} from '../../agent/engine/dialect.js';
+import { SpcdError } from '../../agent/errors.js';
+import { giveUpReason } from '../../agent/reconciler/steps.js';
 
 describe("the engine's dialect: Docker's names and Podman's read alike", () => {
   it("reads Podman's event names as Docker's", () => {
@@ -48,5 +57,26 @@ describe("the engine's dialect: Docker's names and Podman's read alike", () => {
     expect(body.HostConfig.Tmpfs['/run/x']).toBe('size=64m');
     const none = { HostConfig: { NetworkMode: 'none' } };
     expect(forPodman(none)).toBe(none);
+  });
+
+  it('refuses, before any create on Podman, an init process in the host PID namespace, naming the field', () => {
+    const hv = { name: 'nova_libvirt', source: 'container-sets/compute.yaml:9', init: true, pid: 'host' };
+    const why = podmanRefusal(hv);
+    expect(why).toContain(
+      'container nova_libvirt (container-sets/compute.yaml:9): init: true with pid: host',
+    );
+    expect(why).toContain('containers.nova_libvirt.init: false');
+    expect(podmanRefusal({ ...hv, init: false })).toBeUndefined();
+    expect(podmanRefusal({ ...hv, pid: 'private' })).toBeUndefined();
+    expect(podmanRefusal({ name: 'x', source: 'x.yaml:1' })).toBeUndefined();
+  });
+
+  it('gives up on a definition the engine cannot run (no retry mends it), but retries a removal', () => {
+    const err = new SpcdError('ENGINE_UNSUPPORTED', 'init: true with pid: host');
+    const create = { kind: 'create', container: 'x' } as unknown as Parameters<typeof giveUpReason>[0];
+    const remove = { kind: 'remove', container: 'x' } as unknown as Parameters<typeof giveUpReason>[0];
+    expect(giveUpReason(create, err)).toBe('init: true with pid: host');
+    expect(giveUpReason(remove, err)).toBeNull();
+    expect(giveUpReason(create, new SpcdError('ENGINE_FAILED', 'no'))).toBeNull();
   });
 });

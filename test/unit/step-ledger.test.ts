@@ -98,4 +98,29 @@ describe('the ledger effects of a step', () => {
       lastError: { code: 'ENGINE_FAILED' },
     });
   });
+
+  it('a create the engine cannot run is given up, and tried again once its own definition changes', async () => {
+    const { p, ledger, step } = await setup();
+    p.engine.fault({
+      kind: 'create',
+      nth: 1,
+      fail: new SpcdError('ENGINE_UNSUPPORTED', 'init with pid host'),
+    });
+    const create: Step = { kind: 'create', desired: desired(SVC), reason: 'not present', origin: BY_PLAN };
+    const e = await step(create).then(
+      () => undefined,
+      (err: unknown) => err as SpcdError,
+    );
+    expect(e?.code).toBe('ENGINE_UNSUPPORTED');
+    expect(stepFailed(ledger, create, e!, p.clock.now())).toBe(true);
+    expect(ledger.of('svc').failed).toBe('init with pid host');
+    const other = containerSpec('other', { image: 'img:1' });
+    ledger.definitionsReplaced([desired(SVC), desired(other)], [desired(SVC), desired(other)]);
+    expect(ledger.of('svc').failed, 'the same definitions').toBe('init with pid host');
+    const changed = containerSpec('svc', { image: 'img:1', init: false });
+    const redefined = { ...desired(changed), specHash: `${desired(SVC).specHash}-changed` };
+    ledger.definitionsReplaced([desired(SVC)], [redefined, desired(other)]);
+    expect(ledger.of('svc').failed).toBeNull();
+    expect(ledger.of('other').failed).toBeNull();
+  });
 });
