@@ -13,7 +13,7 @@ SOCK="${SPCD_PODMAN_SOCKET:-/run/podman/podman.sock}"
 LOG="${SPCD_PODMAN_LOG:-/var/log/spcd-podman.log}"
 CONF_DIR="${SPCD_PODMAN_CONF_DIR:-/run/spcd-podman}"
 
-# The Podman lane's registry (test/podman/podman-registry.test.ts): plain
+# The Podman lane's registry (test/integration/upgrade-registry.test.ts): plain
 # HTTP on loopback, which Podman refuses unless registries.conf says insecure.
 REGISTRY="${SPCD_PODMAN_TEST_REGISTRY:-127.0.0.1:15055}"
 
