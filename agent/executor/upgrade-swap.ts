@@ -31,6 +31,13 @@ export async function createNew(tx: Txn, p: Prepared, journal: TxnJournal): Prom
     });
   } catch (err) {
     await abandon(tx, N, err);
+    // No retry mends a definition the engine cannot run: the old instance runs on, supervised, until it changes.
+    if (old && toSpcdError(err).code === 'ENGINE_UNSUPPORTED')
+      await deps.state.setFailedTarget(name, {
+        specHash: req.specHash,
+        configHash: p.extras.configHash,
+        generation: N,
+      });
     await deps.journal.clear(name);
     tx.step('create', N, 'failed', toSpcdError(err).message);
     throw err;

@@ -297,6 +297,13 @@ function planChange({ pass, d, name, facts, depsDown }: Judged, primary: Observe
     );
     changed = undefined;
   }
+  const retryAt = facts.changeRetryAt ?? 0;
+  if (changed && retryAt > pass.input.now) {
+    // The last replacement failed (the engine, a refused hypervisor downgrade): not again before its backoff.
+    draft.wakeBy(retryAt);
+    draft.wait(name, `${changed}; the last try failed, tried again after its backoff`);
+    changed = undefined;
+  }
   if (!changed) return false;
   if (facts.operatorStopped && !isRunning(primary)) {
     draft.wait(name, `stopped by operator (${changed} pending)`);

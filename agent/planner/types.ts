@@ -19,6 +19,8 @@ export interface RuntimeFacts {
   readonly failed: boolean;
   /** Earliest time a restart may happen (backoff). */
   readonly nextAttemptAt: number;
+  /** Earliest time a changed definition is tried again after a replacement that failed (backoff); absent: at once. */
+  readonly changeRetryAt?: number;
   /**
    * false while its checks have not passed since it started (still starting,
    * or unhealthy): a container that depends on it is not started yet.

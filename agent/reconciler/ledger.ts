@@ -1,5 +1,6 @@
 import type { SpcdError } from '../errors.js';
 import {
+  delayFor,
   FRESH_BACKOFF,
   isCrashLooping,
   recordFailure,
@@ -19,7 +20,15 @@ export interface LedgerEntry {
   readonly lastExitSeen: string;
   /** A health check asked for a restart (or a stop) that has not been carried out yet. */
   readonly pendingHeal: { readonly reason: string } | null;
+  /**
+   * Replacements that failed in a row, and the earliest time the changed
+   * definition is tried again (0: at once). Apart from `backoff`, so that a
+   * failing replacement never holds back the restart of the old instance.
+   */
+  readonly change: { readonly failures: number; readonly retryAt: number };
 }
+
+const NO_CHANGE_FAILED = { failures: 0, retryAt: 0 };
 
 /** A desired container, as far as the ledger compares definitions. */
 interface Defined {
@@ -34,6 +43,7 @@ const FRESH: LedgerEntry = {
   restartCount: 0,
   lastExitSeen: '',
   pendingHeal: null,
+  change: NO_CHANGE_FAILED,
 };
 
 /**
@@ -117,14 +127,24 @@ export class ContainerLedger {
 
   /**
    * A step the reconciler ran failed: shown, counted toward its backoff, and
-   * when `fail` gives a reason, spcd stops trying until an operator acts.
+   * when `fail` gives a reason, spcd stops trying until an operator acts. A
+   * failed replacement (`change`) counts toward its own backoff instead.
    */
-  stepFailed(name: string, e: SpcdError, now: number, fail: string | null): void {
+  stepFailed(name: string, e: SpcdError, now: number, fail: string | null, change = false): void {
+    const e0 = this.of(name);
+    const failures = e0.change.failures + 1;
     this.set(name, {
       lastError: { code: e.code, message: e.message, at: now },
-      backoff: recordFailure(this.of(name).backoff, now, this.policy),
+      ...(change
+        ? { change: { failures, retryAt: now + delayFor(failures + 1, this.policy) } }
+        : { backoff: recordFailure(e0.backoff, now, this.policy) }),
       ...(fail !== null ? { failed: fail } : {}),
     });
+  }
+
+  /** A replacement succeeded: the next change is tried at once. */
+  changed(name: string): void {
+    this.set(name, { change: NO_CHANGE_FAILED, lastError: null });
   }
 
   /** The last error no longer holds (a create succeeded, a quarantine cleared). */
@@ -134,15 +154,17 @@ export class ContainerLedger {
 
   /**
    * New definitions replace `before` (a reload): a container whose own
-   * definition changed is the operator's act, and spcd tries again what it
-   * had given up on (a definition the engine refused, a failed bootstrap).
+   * definition changed is the operator's act, and spcd tries it at once, even
+   * what it had given up on (a definition the engine refused, a failed
+   * bootstrap) or a replacement waiting for its backoff.
    */
   definitionsReplaced(before: readonly Defined[], after: readonly Defined[]): void {
     const was = new Map(before.map((d) => [d.spec.name, d.specHash]));
     for (const { spec, specHash } of after) {
       const old = was.get(spec.name);
-      if (old !== undefined && old !== specHash && this.of(spec.name).failed !== null)
-        this.set(spec.name, { failed: null });
+      const e = this.of(spec.name);
+      if (old !== undefined && old !== specHash && (e.failed !== null || e.change.failures > 0))
+        this.set(spec.name, { failed: null, change: NO_CHANGE_FAILED });
     }
   }
 

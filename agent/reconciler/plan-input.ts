@@ -43,6 +43,7 @@ export function runtimeFacts(
       operatorStopped: rec?.heldStopped ?? false,
       failed: f.failed !== null,
       nextAttemptAt: f.backoff.nextAttemptAt,
+      ...(f.change.retryAt > 0 ? { changeRetryAt: f.change.retryAt } : {}),
       ready: d.spec.healthchecks.length === 0 || ready(name),
       ...(rec?.failedTarget ? { failedTarget: rec.failedTarget } : {}),
       ...(intent ? { intent } : {}),

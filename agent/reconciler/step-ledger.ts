@@ -48,7 +48,7 @@ export const STEP_LEDGER: { readonly [K in StepKind]: (s: Step<K>) => Effects } 
       ? NONE
       : // A heal's restart counts once it passed the VM-safety guard and the census, when it stops.
         { before: takeHeal, reached: (l, name, at) => l.healing(name, at) },
-  replace: () => NONE,
+  replace: () => ({ succeeded: (l, name) => l.changed(name) }),
   upgrade: () => NONE,
   adopt: () => NONE,
   remove: () => NONE,
@@ -118,6 +118,6 @@ export function stepLaunched(ledger: ContainerLedger, s: Step): void {
  */
 export function stepFailed(ledger: ContainerLedger, s: Step, e: SpcdError, now: number): boolean {
   if (e.code === 'CONFLICT' || s.origin.by !== 'plan' || s.kind === 'recover') return false;
-  ledger.stepFailed(stepContainer(s), e, now, giveUpReason(s, e));
+  ledger.stepFailed(stepContainer(s), e, now, giveUpReason(s, e), s.kind === 'replace');
   return true;
 }

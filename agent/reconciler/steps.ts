@@ -124,16 +124,17 @@ export const EXECUTORS: Executors = {
   },
 };
 
-/** Failures no retry can mend: each needs an operator's change. */
-const GIVE_UP: ReadonlySet<string> = new Set(['BOOTSTRAP_FAILED', 'VM_SAFETY_REFUSED', 'ENGINE_UNSUPPORTED']);
-
 /**
  * Why spcd stops trying after this failed step, or null when it retries with
  * backoff: a refused removal is retried (the VMs may be migrated); a refused
- * change, a failed bootstrap or a definition the engine cannot run needs an
- * operator.
+ * heal, a failed bootstrap or the create of a definition the engine cannot
+ * run needs an operator. A failed replacement is no give-up: the old
+ * instance runs on, supervised; a refused hypervisor downgrade is tried again
+ * after its backoff (the VMs may be migrated), and a target the engine cannot
+ * run is remembered as failed until the definition changes.
  */
 export function giveUpReason(s: Step, e: SpcdError): string | null {
-  if (s.kind === 'remove') return null;
-  return GIVE_UP.has(e.code) ? e.message : null;
+  if (s.kind === 'remove' || s.kind === 'replace') return null;
+  if (e.code === 'ENGINE_UNSUPPORTED') return s.kind === 'create' ? e.message : null;
+  return e.code === 'BOOTSTRAP_FAILED' || e.code === 'VM_SAFETY_REFUSED' ? e.message : null;
 }

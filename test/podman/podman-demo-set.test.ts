@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../support/api-http.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { BundledDemo } from '../support/demo-set.js';
-import { cleanupInstance, inspect } from '../support/docker.js';
+import { cleanupInstance, docker, inspect } from '../support/docker.js';
 import { freePort } from '../support/ports.js';
 import { endVms, startVm, type StandInVm } from '../support/stand-in-vms.js';
 import { waitFor } from '../support/wait.js';
@@ -112,5 +112,32 @@ describe('the bundled demo set on Podman', () => {
     );
     expect((await inspect(libvirt))?.Config.Image).toBe('localhost/spcd-demo/service:2');
     expect(startTime(vm.pid)).toBe(started);
+  });
+
+  it('refuses a changed definition Podman cannot run, and keeps the running hypervisor supervised', async () => {
+    const libvirt = demo.name('libvirt');
+    const before = await inspect(libvirt);
+    const g = (await view(libvirt)).generation;
+    // The Podman host file taken out again (the set file's init: true is back), the image it runs kept.
+    writeFileSync(overridesFile, `containers:\n  ${libvirt}:\n    image: spcd-demo/service:2\n`);
+    expect((await call(sb.socket, 'POST', '/v1/reload', {})).status).toBe(202);
+    await waitFor(
+      'the replacement refused',
+      async () => (await view(libvirt)).lastError?.code === 'ENGINE_UNSUPPORTED',
+    );
+    const v = await view(libvirt);
+    expect([v.state, v.generation]).toEqual(['running', g]);
+    expect((await inspect(libvirt))?.State.StartedAt).toBe(before?.State.StartedAt);
+    const plan = (await call(sb.socket, 'GET', '/v1/plan')).json() as { problems: string[] };
+    expect(plan.problems.find((w) => w.startsWith(`${libvirt}: `))).toMatch(
+      /failed and was rolled back; waiting for a new definition/,
+    );
+    // Still supervised: killed, the same container is started again; the refused target is not tried again.
+    await docker().getContainer(libvirt).kill();
+    await waitFor('the hypervisor started again', async () => {
+      const now = await inspect(libvirt);
+      return now?.State.Running && now.State.StartedAt !== before?.State.StartedAt && now.Id === before?.Id;
+    });
+    expect(spcd.output.filter((l) => l.includes('"code":"ENGINE_UNSUPPORTED"'))).toHaveLength(2);
   });
 });

@@ -11,8 +11,8 @@ import type { ContainerSpec } from '../../agent/model/spec.js';
 import type { DesiredContainer } from '../../agent/planner/types.js';
 import { HealthSync, type HealthPort } from '../../agent/reconciler/health-sync.js';
 import { Reconciler } from '../../agent/reconciler/reconciler.js';
-import type { FakeProcess } from './fake-executor.js';
-import { INSTANCE } from './fake-executor.js';
+import { afterEach } from 'vitest';
+import { FakeProcess, INSTANCE } from './fake-executor.js';
 
 /** The health room in memory: records watches; a test fires a check's action by hand. */
 export class FakeHealthRoom implements HealthPort {
@@ -161,4 +161,32 @@ export async function until(
       throw new Error(`gave up waiting for ${what} (${fake} ms of fake time)`);
     clock.advance(step);
   }
+}
+
+/**
+ * For the tests of one file: `start(specs, images)` gives a FakeProcess and
+ * its reconciler with those containers running (the images known to the
+ * engine); both are stopped and closed after each test.
+ */
+export function runningReconcilers(): (
+  specs: readonly ContainerSpec[],
+  images: readonly string[],
+) => Promise<{ p: FakeProcess; rec: Reconciler }> {
+  let open: { p: FakeProcess; rec: Reconciler } | undefined;
+  afterEach(async () => {
+    await open?.rec.stop();
+    await open?.p.close();
+    open = undefined;
+  });
+  return async (specs, images) => {
+    const p = await FakeProcess.create();
+    for (const image of images) p.engine.addImage(image);
+    const { rec } = fakeReconciler(p, { relistMs: 60_000 });
+    open = { p, rec };
+    await rec.start(specs.map((s) => desired(s)));
+    await until(p.clock, 'every container running', () =>
+      specs.every((s) => rec.primary(s.name)?.state === 'running'),
+    );
+    return open;
+  };
 }

@@ -71,12 +71,14 @@ describe("the engine's dialect: Docker's names and Podman's read alike", () => {
     expect(podmanRefusal({ name: 'x', source: 'x.yaml:1' })).toBeUndefined();
   });
 
-  it('gives up on a definition the engine cannot run (no retry mends it), but retries a removal', () => {
+  it('gives up on creating a definition the engine cannot run, not on replacing one or a removal', () => {
     const err = new SpcdError('ENGINE_UNSUPPORTED', 'init: true with pid: host');
-    const create = { kind: 'create', container: 'x' } as unknown as Parameters<typeof giveUpReason>[0];
-    const remove = { kind: 'remove', container: 'x' } as unknown as Parameters<typeof giveUpReason>[0];
+    const step = (kind: string) =>
+      ({ kind, container: 'x' }) as unknown as Parameters<typeof giveUpReason>[0];
+    const create = step('create');
     expect(giveUpReason(create, err)).toBe('init: true with pid: host');
-    expect(giveUpReason(remove, err)).toBeNull();
+    expect(giveUpReason(step('replace'), err)).toBeNull();
+    expect(giveUpReason(step('remove'), err)).toBeNull();
     expect(giveUpReason(create, new SpcdError('ENGINE_FAILED', 'no'))).toBeNull();
   });
 });

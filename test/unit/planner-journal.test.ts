@@ -135,4 +135,21 @@ describe('planner with the journal', () => {
       { kind: 'replace', reason: 'spec changed' },
     ]);
   });
+
+  it('tries a changed definition again only after the backoff of the replacement that failed', () => {
+    const running = instance(oldD, 3);
+    const facts = new Map([['svc', { ...NO_FACTS, changeRetryAt: NOW + 4_000 }]]);
+    const p = plan({ desired: [newD], observed: [running], facts, now: NOW });
+    expect(p.steps).toEqual([]);
+    expect(p.waiting[0]?.reason).toMatch(/the last try failed, tried again after its backoff/);
+    expect(p.wakeAt).toBe(NOW + 4_000);
+    // The old one is still healed when it exits meanwhile.
+    const exited = instance(oldD, 3, { state: 'exited', finishedAt: '2026-01-01T00:03:00Z' });
+    expect(plan({ desired: [newD], observed: [exited], facts, now: NOW }).steps).toMatchObject([
+      { kind: 'start', observed: { id: exited.id } },
+    ]);
+    expect(plan({ desired: [newD], observed: [running], facts, now: NOW + 4_000 }).steps).toMatchObject([
+      { kind: 'replace', reason: 'spec changed' },
+    ]);
+  });
 });

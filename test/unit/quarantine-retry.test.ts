@@ -1,10 +1,10 @@
 import { rmSync, writeFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SpcdError } from '../../agent/errors.js';
 import type { Reconciler } from '../../agent/reconciler/reconciler.js';
 import { STATE_WRITE_RETRY_MS } from '../../agent/reconciler/quarantine-retry.js';
-import { FakeProcess } from '../support/fake-executor.js';
-import { desired, fakeReconciler, run, until } from '../support/fake-reconciler.js';
+import type { FakeProcess } from '../support/fake-executor.js';
+import { desired, run, runningReconcilers, until } from '../support/fake-reconciler.js';
 import { containerSpec } from '../support/spec.js';
 
 /**
@@ -18,25 +18,8 @@ import { containerSpec } from '../support/spec.js';
 const V1 = containerSpec('svc', { image: 'img:1' });
 const V2 = containerSpec('svc', { image: 'img:2' });
 
-let proc: FakeProcess | undefined;
-let reconciler: Reconciler | undefined;
-afterEach(async () => {
-  await reconciler?.stop();
-  await proc?.close();
-  proc = reconciler = undefined;
-});
-
-async function runningV1(): Promise<{ p: FakeProcess; rec: Reconciler }> {
-  const p = await FakeProcess.create();
-  proc = p;
-  p.engine.addImage(V1.image);
-  p.engine.addImage(V2.image);
-  const { rec } = fakeReconciler(p, { relistMs: 60_000 });
-  reconciler = rec;
-  await rec.start([desired(V1)]);
-  await until(p.clock, 'generation 1 running and listed', () => rec.primary('svc')?.state === 'running');
-  return { p, rec };
-}
+const start = runningReconcilers();
+const runningV1 = (): Promise<{ p: FakeProcess; rec: Reconciler }> => start([V1], [V1.image, V2.image]);
 
 const quarantineEvents = (p: FakeProcess): string[] =>
   p.events.flatMap((e) =>

@@ -123,6 +123,23 @@ describe('upgrade transaction, step by step', () => {
     });
   }
 
+  it('a definition the engine cannot run: the old generation runs on, the target remembered as failed', async () => {
+    const { p, req } = await setup();
+    p.engine.fault({
+      kind: 'create',
+      nth: 1,
+      fail: new SpcdError('ENGINE_UNSUPPORTED', 'init with pid host'),
+    });
+    await expect(upgradeContainer(p.deps, req)).rejects.toMatchObject({ code: 'ENGINE_UNSUPPORTED' });
+    expect(engineView(p)).toEqual(['svc:running:g1']);
+    expect(await journalSteps(p)).toEqual([]);
+    expect(p.deps.state.record('svc')?.failedTarget).toEqual({
+      specHash: req.specHash,
+      configHash: expect.any(String),
+      generation: 2,
+    });
+  });
+
   it('a pull that fails changes nothing (not even a generation number)', async () => {
     const { p, req } = await setup();
     const next = { ...NEXT, image: 'img:3' };
