@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call } from '../support/api-http.js';
 import { sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
 import { BundledDemo } from '../support/demo-set.js';
-import { cleanupInstance, docker, inspect } from '../support/docker.js';
+import { cleanupInstance, crash, inspect } from '../support/docker.js';
 import { freePort } from '../support/ports.js';
 import { endVms, startVm, type StandInVm } from '../support/stand-in-vms.js';
 import { waitFor } from '../support/wait.js';
@@ -133,7 +133,7 @@ describe('the bundled demo set on Podman', () => {
       /failed and was rolled back; waiting for a new definition/,
     );
     // Still supervised: killed, the same container is started again; the refused target is not tried again.
-    await docker().getContainer(libvirt).kill();
+    await crash(libvirt);
     await waitFor('the hypervisor started again', async () => {
       const now = await inspect(libvirt);
       return now?.State.Running && now.State.StartedAt !== before?.State.StartedAt && now.Id === before?.Id;

@@ -14,7 +14,7 @@ import type { EngineEvent } from '../../agent/engine/types.js';
 import { silentLogger } from '../../agent/log.js';
 import { call } from '../support/api-http.js';
 import { demoContainerYaml, REPO, sandbox, SpcdProcess, writeSet, type Sandbox } from '../support/daemon.js';
-import { cleanupInstance, docker, DOCKER_SOCKET, inspect } from '../support/docker.js';
+import { cleanupInstance, crash, docker, DOCKER_SOCKET, inspect } from '../support/docker.js';
 import { waitFor } from '../support/wait.js';
 
 const sb: Sandbox = sandbox('podman');
@@ -113,7 +113,7 @@ describe('spcd on Podman', () => {
 
   it('starts a killed container again', async () => {
     const before = await runningAs(n('worker'));
-    await docker().getContainer(n('worker')).kill();
+    await crash(n('worker'));
     await waitFor('worker running again', async () => {
       const now = await runningAs(n('worker'));
       return now !== undefined && now !== before;
@@ -160,7 +160,7 @@ describe('spcd on Podman', () => {
     });
     expect([await runningAs(n('web')), await runningAs(n('worker'))]).toEqual(before);
     // And spcd still heals: the event stream and the checks came back with the service.
-    await docker().getContainer(n('worker')).kill();
+    await crash(n('worker'));
     await waitFor('worker running again after the service restart', async () => {
       const now = await runningAs(n('worker'));
       return now !== undefined && now !== before[1];

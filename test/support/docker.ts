@@ -33,6 +33,17 @@ export async function inspect(name: string): Promise<Inspected | undefined> {
   }
 }
 
+/**
+ * SIGKILLs a running container's main process from the host, as a crash or
+ * the OOM killer would. Podman's compatible kill API waits for the container
+ * to stop, and misses it (up to 20 s) when spcd starts it again at once.
+ */
+export async function crash(name: string): Promise<void> {
+  const c = await inspect(name);
+  if (!c?.State.Running || c.State.Pid <= 0) throw new Error(`${name} is not running`);
+  process.kill(c.State.Pid, 'SIGKILL');
+}
+
 /** Removes every container carrying spcd.instance=<instance> (and only those). */
 export async function cleanupInstance(instance: string): Promise<void> {
   const d = docker();
